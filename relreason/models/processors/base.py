@@ -1,0 +1,94 @@
+"""The processor seam: the one interface every model (MPNN, RT, ET, DAT, GAT, ...) plugs into.
+
+Per algorithm step the network encodes this step's features into node, edge and graph vectors of
+width `hidden` and calls the processor with them and the previous step's state:
+
+    state = processor(node_in, edge_in, graph_in, state, adj, node_mask)
+      node_in  (B, N, H)     encoded node features of this step
+      edge_in  (B, N, N, H)  encoded edge features (node pointers become edges)
+      graph_in (B, H)        encoded graph features
+      state    State         the previous step's output (`processor.initial_state(...)` at step 0)
+      adj      (B, N, N)     bool adjacency (adj input | encoded pointers | self loops), padded rows False
+      node_mask (B, N)       bool, False for padded nodes of variable-size graphs: a processor must
+                             never let a padded node influence a real one.
+    returns State(node (B, N, H), edge (B, N, N, E) or None, graph (B, H) or None)
+
+The network carries the returned state to the next step (the hidden state MUST be carried: a
+processor that ignores `state` silently learns through the predicted hints alone). `edge_dim` is E,
+the width of the returned edge state (0 when the processor has none); decoders read it for edge
+features and, with `pointer_decoding: edge`, for pointers. `carry_edge` says whether the edge state
+is fed back next step (RT, ET) or only read by the decoders of this step (Triplet-GMPNN's triplet
+messages).
+
+Processors register with their typed config dataclass, so recipes and `--set` are validated
+against it before anything is built:
+
+    @register_processor("mpnn", MPNNConfig, "Message passing, max aggregation (Gilmer et al. 2017)")
+    class MPNN(Processor): ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import nn
+
+from relreason.registry import Registry
+
+
+@dataclass
+class State:
+    node: torch.Tensor  # (B, N, H)
+    edge: torch.Tensor | None = None  # (B, N, N, E)
+    graph: torch.Tensor | None = None  # (B, H)
+
+
+class Processor(nn.Module):
+    """Base class: subclasses set `edge_dim` / `carry_edge` and implement `forward`."""
+
+    edge_dim: int = 0
+    carry_edge: bool = False
+
+    def __init__(self, cfg, hidden: int):
+        super().__init__()
+        self.cfg = cfg
+        self.hidden = hidden
+
+    def initial_state(self, batch: int, n: int, device: torch.device, dtype: torch.dtype = torch.float32) -> State:
+        """The state before the first step: zeros, as in the reference."""
+        edge = torch.zeros(batch, n, n, self.edge_dim, device=device, dtype=dtype) if self.edge_dim else None
+        return State(torch.zeros(batch, n, self.hidden, device=device, dtype=dtype), edge,
+                     torch.zeros(batch, self.hidden, device=device, dtype=dtype))
+
+    def forward(self, node_in: torch.Tensor, edge_in: torch.Tensor, graph_in: torch.Tensor, state: State,
+                adj: torch.Tensor, node_mask: torch.Tensor) -> State:
+        raise NotImplementedError  # abstract: every registered processor overrides it
+
+
+@dataclass(frozen=True)
+class ProcessorEntry:
+    name: str
+    cls: type[Processor]
+    config: type  # a dataclass whose defaults are the paper's settings
+    description: str
+
+    def build(self, cfg, hidden: int) -> Processor:
+        return self.cls(cfg, hidden)
+
+
+PROCESSORS: Registry[ProcessorEntry] = Registry("model", "relreason list models")
+
+
+def register_processor(name: str, config: type, description: str) -> Callable[[type[Processor]], type[Processor]]:
+    def add(cls: type[Processor]) -> type[Processor]:
+        PROCESSORS.register(name, ProcessorEntry(name, cls, config, description))
+        return cls
+
+    return add
+
+
+def masked_fill_value(x: torch.Tensor) -> float:
+    """A large negative number safe for masking logits / max-aggregation in x's dtype."""
+    return torch.finfo(x.dtype).min / 2
