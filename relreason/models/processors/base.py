@@ -11,12 +11,15 @@ width `hidden` and calls the processor with them and the previous step's state:
       adj      (B, N, N)     bool adjacency (adj input | encoded pointers | self loops), padded rows False
       node_mask (B, N)       bool, False for padded nodes of variable-size graphs: a processor must
                              never let a padded node influence a real one.
-    returns State(node (B, N, H), edge (B, N, N, E) or None, graph (B, H) or None)
+    returns State(node (B, N, D), edge (B, N, N, E) or None, graph (B, D) or None)
 
 The network carries the returned state to the next step (the hidden state MUST be carried: a
 processor that ignores `state` silently learns through the predicted hints alone). `edge_dim` is E,
 the width of the returned edge state (0 when the processor has none); decoders read it for edge
-features and, with `pointer_decoding: edge`, for pointers. `carry_edge` says whether the edge state
+features and, with `pointer_decoding: edge`, for pointers. `node_dim` is D, the width of the
+returned node (and graph) state: `hidden` unless the processor works at its own width (the RT's
+12 heads x 16 = 192), in which case it projects its inputs itself; decoders read `node_dim`. 
+`carry_edge` says whether the edge state
 is fed back next step (RT, ET) or only read by the decoders of this step (Triplet-GMPNN's triplet
 messages).
 
@@ -54,13 +57,14 @@ class Processor(nn.Module):
     def __init__(self, cfg, hidden: int):
         super().__init__()
         self.cfg = cfg
-        self.hidden = hidden
+        self.hidden = hidden  # H: width of the encoded inputs
+        self.node_dim = hidden  # D: width of the node/graph state it returns (subclasses may change it)
 
     def initial_state(self, batch: int, n: int, device: torch.device, dtype: torch.dtype = torch.float32) -> State:
         """The state before the first step: zeros, as in the reference."""
         edge = torch.zeros(batch, n, n, self.edge_dim, device=device, dtype=dtype) if self.edge_dim else None
-        return State(torch.zeros(batch, n, self.hidden, device=device, dtype=dtype), edge,
-                     torch.zeros(batch, self.hidden, device=device, dtype=dtype))
+        return State(torch.zeros(batch, n, self.node_dim, device=device, dtype=dtype), edge,
+                     torch.zeros(batch, self.node_dim, device=device, dtype=dtype))
 
     def forward(self, node_in: torch.Tensor, edge_in: torch.Tensor, graph_in: torch.Tensor, state: State,
                 adj: torch.Tensor, node_mask: torch.Tensor) -> State:

@@ -1,0 +1,142 @@
+"""`relreason generate` and `relreason show`: make a dataset split, look inside one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from relreason.cli.common import ForceOpt, JsonOpt, SeedOpt, err, out, progress, report_errors
+from relreason.data.algorithms import ALGORITHMS
+from relreason.data.generate import iter_chunks, resolve_split, split_meta
+from relreason.data.specs import CANONICAL_SPLITS, Stage
+from relreason.data.store import load_dataset, write_dataset
+from relreason.errors import RelreasonError
+
+
+def dataset_path(out_dir: Path, algorithm: str, split: str) -> Path:
+    return Path(out_dir) / algorithm / f"{split}.safetensors"
+
+
+def generate_file(algorithm: str, split: str | None, size: int | None, num: int | None, seed: int | None,
+                  out_dir: Path, force: bool, show_progress: bool = True) -> Path:
+    """Generates a split into `out_dir/algorithm/<split>.safetensors` (streamed, atomic). Returns the path."""
+    r = resolve_split(algorithm, split, size, num, seed)
+    path = dataset_path(out_dir, algorithm, r["split"])
+    if path.exists() and not force:
+        raise RelreasonError(f"{path} already exists", "pass --force to overwrite it")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RelreasonError(f"cannot create {path.parent}: {e.strerror}", "choose a writable --out directory") from None
+    bar = progress(r["num"], f"{algorithm} {r['split']}", unit="sample") if show_progress else None
+
+    def chunks():
+        for c in iter_chunks(algorithm, r["size"], r["num"], r["seed"]):
+            if bar is not None:
+                bar.update(len(c))
+            yield c
+
+    try:
+        write_dataset(path, chunks(), split_meta(algorithm, **r))
+    except PermissionError as e:
+        raise RelreasonError(f"cannot write {path}: {e.strerror}", "choose a writable --out directory") from None
+    finally:
+        if bar is not None:
+            bar.close()
+    return path
+
+
+@report_errors
+def generate_cmd(
+    algorithm: Annotated[str, typer.Argument(help="CLRS algorithm name (see `relreason list algorithms`).")],
+    split: Annotated[Optional[str], typer.Option("--split", help="Canonical split: train, val or test.")] = None,
+    size: Annotated[Optional[int], typer.Option("--size", help="Number of nodes (overrides the split's).")] = None,
+    num: Annotated[Optional[int], typer.Option("--num", help="Number of samples (overrides the split's).")] = None,
+    seed: SeedOpt = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Output directory.")] = Path("data"),
+    force: ForceOpt = False,
+) -> None:
+    """Generate a dataset split with full hint trajectories.
+
+    Examples:\n
+      relreason generate bellman_ford --split test\n
+      relreason generate insertion_sort --split train --num 10000\n
+      relreason generate dfs --size 32 --num 500 --seed 7 --out mydata
+    """
+    ALGORITHMS.get(algorithm)
+    if split is None and size is None and num is None and seed is None:
+        split = "train"
+    path = generate_file(algorithm, split, size, num, seed, out_dir, force)
+    out.print(str(path))
+
+
+@report_errors
+def show_cmd(
+    file: Annotated[Path, typer.Argument(help="A dataset file written by `relreason generate`.")],
+    index: Annotated[int, typer.Option("--index", help="Which example to print.")] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Summarize a dataset file and pretty-print one example.
+
+    Examples:\n
+      relreason show data/bellman_ford/test.safetensors\n
+      relreason show data/insertion_sort/train.safetensors --index 3
+    """
+    ds = load_dataset(file)
+    if not 0 <= index < len(ds):
+        raise RelreasonError(f"--index {index} is out of range", f"the file has {len(ds)} examples (0..{len(ds) - 1})")
+    meta = ds.meta
+    if as_json:
+        summary = {k: meta.get(k) for k in ("algorithm", "split", "size", "num", "seed", "spec_hash", "relreason")}
+        summary["lengths"] = {"min": int(ds.lengths.min()), "mean": float(ds.lengths.mean()),
+                              "max": int(ds.lengths.max())}
+        out.print_json(json.dumps(summary))
+        return
+    head = Table(title=f"{meta['algorithm']} / {meta['split']}", show_header=False)
+    for key in ("algorithm", "split", "size", "num", "seed", "spec_hash", "relreason"):
+        head.add_row(key, str(meta.get(key)))
+    head.add_row("hint steps", f"min {ds.lengths.min()}  mean {ds.lengths.mean():.1f}  max {ds.lengths.max()}")
+    out.print(head)
+    feats = Table(title="features")
+    for col in ("name", "stage", "location", "type", "shape", "dtype"):
+        feats.add_column(col)
+    stores = {Stage.INPUT: ds.inputs, Stage.HINT: ds.hints, Stage.OUTPUT: ds.outputs}
+    for f in ds.spec.values():
+        x = stores[f.stage][f.name]
+        feats.add_row(f.name, f.stage.value, f.location.value, f.type.value, str(list(x.shape)), str(x.dtype))
+    out.print(feats)
+    traj = ds.trajectory(index)
+    out.print(f"[bold]example {index}[/] ({traj.length} hint steps)")
+    with np.printoptions(precision=3, suppress=True, linewidth=120, threshold=400, edgeitems=4):
+        for group in ("inputs", "outputs"):
+            for k, v in getattr(traj, group).items():
+                out.print(f"  {group[:-1]}.{k} =\n{_indent(v)}", highlight=False)
+        for k, v in traj.hints.items():
+            out.print(f"  hint.{k} [T={v.shape[0]}] first / last =\n{_indent(v[0])}\n{_indent(v[-1])}",
+                      highlight=False)
+
+
+def _indent(x: np.ndarray) -> str:
+    return "\n".join("    " + line for line in np.array2string(np.asarray(x)).splitlines())
+
+
+def list_algorithms_table() -> Table:
+    from relreason.data.specs import ALGORITHM_INFO, canonical_split
+
+    t = Table(title="algorithms")
+    for col in ("name", "class", "inputs", "outputs", "hints", "train / val / test (n, samples)"):
+        t.add_column(col)
+    for name in ALGORITHMS.names():
+        info = ALGORITHM_INFO[name]
+        feats = lambda s: ", ".join(f.name for f in info.features(s))  # noqa: E731
+        sizes = " / ".join(f"{c.size}, {c.num}" for c in (canonical_split(name, s) for s in CANONICAL_SPLITS))
+        t.add_row(name, info.klass, feats(Stage.INPUT), feats(Stage.OUTPUT), feats(Stage.HINT), sizes)
+    return t
+
+
+__all__ = ["generate_cmd", "show_cmd", "generate_file", "list_algorithms_table", "err"]

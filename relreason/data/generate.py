@@ -1,0 +1,89 @@
+"""Running algorithms on sampled inputs: `run_algorithm` for one sample, `generate` for a split.
+
+Samples are drawn one after the other from a single `RandomState(seed)` exactly as the reference
+does, then run in chunks (a lockstep batch for batched algorithms), so a split's bytes depend only
+on (algorithm, size, num, seed), never on the chunk size.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from relreason import __version__
+from relreason.data.algorithms import ALGORITHMS, Algorithm
+from relreason.data.specs import ALGORITHM_INFO, canonical_split, spec_hash, spec_to_json
+from relreason.data.trajectory import Dataset, Trajectory
+from relreason.errors import RelreasonError
+
+MAX_SIZE = 1024  # nodes; edge features are [N, N] per step, so beyond this a split does not fit in memory
+MAX_NUM = 10_000_000
+CHUNK = 256  # samples run together; bounds memory, does not change the data
+
+
+def run_algorithm(name: str, *inputs) -> Trajectory:
+    """Runs algorithm `name` on explicit inputs (the reference function's positional arguments)."""
+    alg = ALGORITHMS.get(name)
+    if not alg.batched:
+        return alg.run(*inputs)
+    batch = [np.asarray(x)[None] for x in inputs]
+    return alg.run(*batch).trajectory(0)
+
+
+def run_samples(alg: Algorithm, samples: list[tuple]) -> Dataset:
+    """Runs one algorithm on a list of sampled inputs of equal size."""
+    if alg.batched:
+        stacked = [np.stack([np.asarray(s[i]) for s in samples]) for i in range(len(samples[0]))]
+        return alg.run(*stacked)
+    return Dataset.from_trajectories([alg.run(*s) for s in samples])
+
+
+def resolve_split(name: str, split: str | None, size: int | None, num: int | None, seed: int | None) -> dict:
+    """The (split, size, num, seed) a generation request means, validated.
+
+    A canonical split supplies defaults that explicit values override; without a split all three of
+    size, num and seed are needed (a custom split)."""
+    alg = ALGORITHMS.get(name)
+    if split is not None:
+        c = canonical_split(name, split)
+        size, num, seed = size or c.size, num or c.num, c.seed if seed is None else seed
+        custom = (size, num, seed) != (c.size, c.num, c.seed)
+    else:
+        missing = [k for k, v in (("size", size), ("num", num), ("seed", seed)) if v is None]
+        if missing:
+            raise RelreasonError(f"a custom split needs --size, --num and --seed (missing: {', '.join(missing)})",
+                                 "or pass --split train|val|test")
+        custom = True
+    if not alg.min_size <= size <= MAX_SIZE:
+        raise RelreasonError(f"size {size} is out of range for {name}", f"use {alg.min_size} <= size <= {MAX_SIZE}")
+    if not 0 < num <= MAX_NUM:
+        raise RelreasonError(f"num {num} must be a positive number of samples", f"use 1 <= num <= {MAX_NUM}")
+    if seed < 0 or seed >= 2**32:
+        raise RelreasonError(f"seed {seed} is out of range", "use 0 <= seed < 2**32")
+    label = split if split is not None and not custom else f"custom_n{size}_s{seed}_k{num}"
+    return {"split": label, "size": int(size), "num": int(num), "seed": int(seed)}
+
+
+def iter_chunks(name: str, size: int, num: int, seed: int, chunk: int = CHUNK) -> Iterator[Dataset]:
+    """Yields the split in consecutive chunks of at most `chunk` samples (memory stays bounded)."""
+    alg = ALGORITHMS.get(name)
+    rng = np.random.RandomState(seed)
+    for start in range(0, num, chunk):
+        samples = [alg.sample(rng, size) for _ in range(min(chunk, num - start))]
+        yield run_samples(alg, samples)
+
+
+def split_meta(name: str, split: str, size: int, num: int, seed: int) -> dict:
+    spec = ALGORITHM_INFO[name].spec
+    return {"algorithm": name, "split": split, "size": size, "num": num, "seed": seed,
+            "spec": spec_to_json(spec), "spec_hash": spec_hash(spec), "relreason": __version__}
+
+
+def generate(name: str, split: str | None = None, *, num: int | None = None, size: int | None = None,
+             seed: int | None = None) -> Dataset:
+    """Generates a split in memory: `generate(name, split="test")` or `generate(name, num=K, size=N, seed=S)`."""
+    r = resolve_split(name, split, size, num, seed)
+    ds = Dataset.concat(iter_chunks(name, r["size"], r["num"], r["seed"]))
+    ds.meta = split_meta(name, **r)
+    return ds

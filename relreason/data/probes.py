@@ -1,0 +1,109 @@
+"""Recording an algorithm's probes as it runs.
+
+An algorithm creates a `Recorder`, calls `input(...)` once, `hint(...)` at each of its natural
+probe points, `output(...)` once, and returns `finish()`. The recorder checks every call against
+the algorithm's spec: a missing or undeclared probe is an error (ProbeError).
+
+Two modes share the same code:
+- single sample (`batch=None`): values have no batch axis; `finish()` returns a `Trajectory`;
+- lockstep batch (`batch=B`): values carry a leading axis B and `hint(active=...)` says which samples
+  are still running; a sample that stops never restarts. `finish()` returns a `Dataset` whose
+  lengths count each sample's active steps and whose hints are zero past them.
+
+Values are copied when recorded, so an algorithm may keep mutating its state. For speed and
+readability, a mask_one may be given as its index (one axis fewer), a categorical as its class
+index, and pointers as any integer-valued array; `finish()` converts everything to the storage
+conventions of `relreason.data.trajectory`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from relreason.data.specs import SPECS, Feature, Spec, Stage, Type
+from relreason.data.trajectory import Dataset, Trajectory, storage_dtype
+
+
+class ProbeError(Exception):
+    """An algorithm recorded probes that do not match its spec (a bug in the algorithm)."""
+
+
+class Recorder:
+    """Collects one run's probes (or a lockstep batch of runs) and checks them against the spec."""
+
+    def __init__(self, algorithm: str, n: int, batch: int | None = None, spec: Spec | None = None):
+        self.algorithm = algorithm
+        self.spec = spec if spec is not None else SPECS[algorithm]
+        self.n = n
+        self.batch = batch
+        self._names = {s: frozenset(k for k, f in self.spec.items() if f.stage is s) for s in Stage}
+        self._inputs: dict[str, np.ndarray] | None = None
+        self._outputs: dict[str, np.ndarray] | None = None
+        self._hints: dict[str, list] = {k: [] for k in self._names[Stage.HINT]}
+        self._active: list[np.ndarray] = []
+
+    def _check(self, stage: Stage, values: dict) -> None:
+        if values.keys() != self._names[stage]:
+            missing = sorted(self._names[stage] - values.keys())
+            extra = sorted(values.keys() - self._names[stage])
+            raise ProbeError(f"{self.algorithm}: {stage.value} probe mismatch: missing {missing}, undeclared {extra}")
+
+    def input(self, **values) -> None:
+        self._check(Stage.INPUT, values)
+        self._inputs = {k: self._convert(self.spec[k], v) for k, v in values.items()}
+
+    def output(self, **values) -> None:
+        self._check(Stage.OUTPUT, values)
+        self._outputs = {k: self._convert(self.spec[k], v) for k, v in values.items()}
+
+    def hint(self, active: np.ndarray | None = None, **values) -> None:
+        """Records one hint step. `active` ([B] bool, batch mode only): samples this step belongs to."""
+        self._check(Stage.HINT, values)
+        for k, v in values.items():
+            self._hints[k].append(np.array(v))
+        if self.batch is not None:
+            act = np.ones(self.batch, bool) if active is None else np.asarray(active, bool).copy()
+            if self._active and np.any(act & ~self._active[-1]):
+                raise ProbeError(f"{self.algorithm}: a sample became active again after it stopped")
+            self._active.append(act)
+
+    def _convert(self, f: Feature, value, time_axis: bool = False) -> np.ndarray:
+        """Converts one recorded value to storage form (index forms expanded to one-hot)."""
+        x = np.asarray(value)
+        lead = (1 if time_axis else 0) + (1 if self.batch is not None else 0)
+        full = lead + len(f.shape(self.n))
+        if f.type in (Type.MASK_ONE, Type.CATEGORICAL) and x.ndim == full - 1:
+            depth = self.n if f.type is Type.MASK_ONE else f.num_classes
+            x = (x.astype(np.int64)[..., None] == np.arange(depth)).astype(np.float32)
+        if x.ndim != full:
+            raise ProbeError(f"{self.algorithm}: probe {f.name} has {x.ndim} axes, expected {full}")
+        return x.astype(storage_dtype(f), copy=False)
+
+    def finish(self) -> Trajectory | Dataset:
+        if self._inputs is None or self._outputs is None:
+            raise ProbeError(f"{self.algorithm}: inputs and outputs must both be recorded")
+        steps = len(next(iter(self._hints.values()))) if self._hints else 0
+        if self._hints and steps == 0:
+            raise ProbeError(f"{self.algorithm}: no hint was recorded")
+        hints = {k: self._convert(self.spec[k], np.stack(v), time_axis=True) for k, v in self._hints.items()}
+        if self.batch is None:
+            return Trajectory(self.algorithm, self.spec, self._inputs, hints, self._outputs)
+        active = np.stack(self._active, axis=1) if self._active else np.ones((self.batch, 1), bool)  # [B, T]
+        for k, v in hints.items():
+            v = np.moveaxis(v, 0, 1)  # [T, B, ...] -> [B, T, ...]
+            v[~active] = 0
+            hints[k] = np.ascontiguousarray(v)
+        lengths = active.sum(axis=1).astype(np.int64)
+        return Dataset(self.algorithm, self.spec, self._inputs, hints, self._outputs, lengths)
+
+
+def positions(n: int, batch: int | None = None) -> np.ndarray:
+    """The `pos` input: i / n for i = 0..n-1 (tiled over the batch in lockstep mode)."""
+    pos = np.arange(n) * 1.0 / n
+    return pos if batch is None else np.broadcast_to(pos, (batch, n))
+
+
+def graph_adjacency(A: np.ndarray) -> np.ndarray:
+    """The `adj` input: (A + I) != 0, for one graph [N, N] or a batch [B, N, N]."""
+    eye = np.eye(A.shape[-1], dtype=bool)
+    return ((A != 0) | eye).astype(np.float32)

@@ -1,0 +1,88 @@
+"""Random input distributions, drawn exactly as the reference benchmark draws them.
+
+Every sampler takes a `numpy.random.RandomState` and a `length` and returns one sample's raw inputs
+(the positional arguments of the algorithm). Drawing the same calls in the same order as the
+reference (google-deepmind/clrs `samplers.py`) from `RandomState(seed)`, one sample after the other,
+makes our canonical splits the benchmark's splits value for value. The draws are cheap; the order is
+what matters, so keep every call (even a `choice` over a single option) exactly where it is.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+RandomState = np.random.RandomState
+SampleFn = Callable[[RandomState, int], tuple]
+
+
+def random_sequence(rng: RandomState, length: int, low: float = 0.0, high: float = 1.0) -> np.ndarray:
+    return rng.uniform(low=low, high=high, size=(length,))
+
+
+def random_string(rng: RandomState, length: int, chars: int = 4) -> np.ndarray:
+    return rng.randint(0, high=chars, size=(length,))
+
+
+def random_er_graph(rng: RandomState, nb_nodes: int, p: float = 0.5, directed: bool = False,
+                    acyclic: bool = False, weighted: bool = False, low: float = 0.0,
+                    high: float = 1.0) -> np.ndarray:
+    """Erdos-Renyi graph [N, N]. Undirected: mat *= mat.T (so off-diagonal edges have prob. p^2);
+    acyclic (directed only): strict upper triangle, then a random node permutation; weighted:
+    U[low, high) weights, symmetrised as sqrt(W * W.T + 1e-3) when undirected."""
+    mat = rng.binomial(1, p, size=(nb_nodes, nb_nodes))
+    if not directed:
+        mat *= np.transpose(mat)
+    elif acyclic:
+        mat = np.triu(mat, k=1)
+        perm = rng.permutation(nb_nodes)
+        mat = mat[perm, :][:, perm]
+    if weighted:
+        weights = rng.uniform(low=low, high=high, size=(nb_nodes, nb_nodes))
+        if not directed:
+            weights *= np.transpose(weights)
+            weights = np.sqrt(weights + 1e-3)
+        mat = mat.astype(float) * weights
+    return mat
+
+
+def random_community_graph(rng: RandomState, nb_nodes: int, k: int = 4, p: float = 0.5, eps: float = 0.01,
+                           directed: bool = False, acyclic: bool = False, weighted: bool = False,
+                           low: float = 0.0, high: float = 1.0) -> np.ndarray:
+    """k ER communities of size n // k (the last takes the rest), sparse eps links between them that
+    never point from a later community to an earlier one, then a random node permutation."""
+    if k > nb_nodes:
+        raise ValueError(f"cannot make {k} communities from {nb_nodes} nodes")
+    mat = np.zeros((nb_nodes, nb_nodes))
+    bounds = []
+    lo = 0
+    for i in range(k):
+        hi = nb_nodes if i == k - 1 else lo + nb_nodes // k
+        mat[lo:hi, lo:hi] = random_er_graph(rng, hi - lo, p=p, directed=directed, acyclic=acyclic,
+                                            weighted=weighted, low=low, high=high)
+        bounds.append((lo, hi))
+        lo = hi
+    toggle = random_er_graph(rng, nb_nodes, p=eps, directed=directed, acyclic=acyclic, weighted=weighted,
+                             low=low, high=high)
+    for i, (lo_i, hi_i) in enumerate(bounds):
+        for lo_j, hi_j in bounds[:i]:
+            toggle[lo_i:hi_i, lo_j:hi_j] = 0
+    mat = np.where(toggle > 0.0, (1.0 - (mat > 0.0)) * toggle, mat)
+    perm = rng.permutation(nb_nodes)
+    return mat[perm, :][:, perm]
+
+
+def graph_sampler(p: float, directed: bool = False, acyclic: bool = False, weighted: bool = False,
+                  source: bool = False) -> SampleFn:
+    """ER-graph sampler as the reference's graph samplers: `rng.choice((p,))` first (it is part of the
+    draw order), then the graph, then (with `source`) a uniformly drawn source node."""
+
+    def sample(rng: RandomState, length: int) -> tuple:
+        graph = random_er_graph(rng, length, p=rng.choice((p,)), directed=directed, acyclic=acyclic,
+                                weighted=weighted)
+        if source:
+            return graph, rng.choice(length)
+        return (graph,)
+
+    return sample
