@@ -12,48 +12,26 @@ from rich.table import Table
 
 from relreason.cli.common import ForceOpt, JsonOpt, SeedOpt, err, out, progress, report_errors
 from relreason.data.algorithms import ALGORITHMS
-from relreason.data.generate import iter_chunks, resolve_split, split_meta
+from relreason.data.generate import resolve_split
 from relreason.data.specs import CANONICAL_SPLITS, Stage
-from relreason.data.store import load_dataset, write_dataset
+from relreason.data.store import load_dataset
 from relreason.errors import RelreasonError
 
 
-def dataset_path(out_dir: Path, algorithm: str, split: str) -> Path:
-    return Path(out_dir) / algorithm / f"{split}.safetensors"
+def generate_file(task: str, split: str | None, size: int | None, num: int | None, seed: int | None,
+                  out_dir: Path, force: bool) -> Path:
+    """Writes a task's split to disk with a progress bar on stderr."""
+    from relreason.tasks import TASKS
 
-
-def generate_file(algorithm: str, split: str | None, size: int | None, num: int | None, seed: int | None,
-                  out_dir: Path, force: bool, show_progress: bool = True) -> Path:
-    """Generates a split into `out_dir/algorithm/<split>.safetensors` (streamed, atomic). Returns the path."""
-    r = resolve_split(algorithm, split, size, num, seed)
-    path = dataset_path(out_dir, algorithm, r["split"])
-    if path.exists() and not force:
-        raise RelreasonError(f"{path} already exists", "pass --force to overwrite it")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise RelreasonError(f"cannot create {path.parent}: {e.strerror}", "choose a writable --out directory") from None
-    bar = progress(r["num"], f"{algorithm} {r['split']}", unit="sample") if show_progress else None
-
-    def chunks():
-        for c in iter_chunks(algorithm, r["size"], r["num"], r["seed"]):
-            if bar is not None:
-                bar.update(len(c))
-            yield c
-
-    try:
-        write_dataset(path, chunks(), split_meta(algorithm, **r))
-    except PermissionError as e:
-        raise RelreasonError(f"cannot write {path}: {e.strerror}", "choose a writable --out directory") from None
-    finally:
-        if bar is not None:
-            bar.close()
-    return path
+    t = TASKS.get(task)
+    total = resolve_split(task, split, size, num, seed)["num"] if task in ALGORITHMS else num
+    with progress(total, f"{task} {split or 'custom'}", unit="sample") as bar:
+        return t.write(split, size, num, seed, out_dir, force, on_chunk=bar.update)
 
 
 @report_errors
 def generate_cmd(
-    algorithm: Annotated[str, typer.Argument(help="CLRS algorithm name (see `relreason list algorithms`).")],
+    algorithm: Annotated[str, typer.Argument(help="Algorithm or task name (see `relreason list tasks`).")],
     split: Annotated[Optional[str], typer.Option("--split", help="Canonical split: train, val or test.")] = None,
     size: Annotated[Optional[int], typer.Option("--size", help="Number of nodes (overrides the split's).")] = None,
     num: Annotated[Optional[int], typer.Option("--num", help="Number of samples (overrides the split's).")] = None,
@@ -66,9 +44,9 @@ def generate_cmd(
     Examples:\n
       relreason generate bellman_ford --split test\n
       relreason generate insertion_sort --split train --num 10000\n
-      relreason generate dfs --size 32 --num 500 --seed 7 --out mydata
+      relreason generate dfs --size 32 --num 500 --seed 7 --out mydata\n
+      relreason generate lobster --split test
     """
-    ALGORITHMS.get(algorithm)
     if split is None and size is None and num is None and seed is None:
         split = "train"
     path = generate_file(algorithm, split, size, num, seed, out_dir, force)
@@ -101,6 +79,9 @@ def show_cmd(
     for key in ("algorithm", "split", "size", "num", "seed", "spec_hash", "relreason"):
         head.add_row(key, str(meta.get(key)))
     head.add_row("hint steps", f"min {ds.lengths.min()}  mean {ds.lengths.mean():.1f}  max {ds.lengths.max()}")
+    if ds.sizes is not None:
+        head.add_row("graph sizes", f"min {ds.sizes.min()}  mean {ds.sizes.mean():.1f}  max {ds.sizes.max()} "
+                                    f"(padded to {ds.n})")
     out.print(head)
     feats = Table(title="features")
     for col in ("name", "stage", "location", "type", "shape", "dtype"):
@@ -130,7 +111,7 @@ def list_algorithms_table() -> Table:
 
     t = Table(title="algorithms")
     for col in ("name", "class", "inputs", "outputs", "hints", "train / val / test (n, samples)"):
-        t.add_column(col)
+        t.add_column(col, no_wrap=col == "name")
     for name in ALGORITHMS.names():
         info = ALGORITHM_INFO[name]
         feats = lambda s: ", ".join(f.name for f in info.features(s))  # noqa: E731

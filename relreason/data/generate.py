@@ -19,7 +19,18 @@ from relreason.errors import RelreasonError
 
 MAX_SIZE = 1024  # nodes; edge features are [N, N] per step, so beyond this a split does not fit in memory
 MAX_NUM = 10_000_000
-CHUNK = 256  # samples run together; bounds memory, does not change the data
+CHUNK = 256  # samples run together at n <= 16; bounds memory, does not change the data
+
+
+def chunk_size(name: str, size: int) -> int:
+    """Samples per chunk, shrinking with n so a chunk's hints stay within a few hundred MB: as n^2 when
+    the algorithm has edge hints ([N, N] per step; 16 samples at n = 64), else as n (64 at n = 64)."""
+    from relreason.data.specs import Location, Stage
+
+    spec = ALGORITHM_INFO[name].spec
+    edge_hints = any(f.stage is Stage.HINT and f.location is Location.EDGE for f in spec.values())
+    scale = (16 * 16) / (size * size) if edge_hints else 16 / size
+    return max(4, min(CHUNK, int(CHUNK * scale)))
 
 
 def run_algorithm(name: str, *inputs) -> Trajectory:
@@ -65,9 +76,10 @@ def resolve_split(name: str, split: str | None, size: int | None, num: int | Non
     return {"split": label, "size": int(size), "num": int(num), "seed": int(seed)}
 
 
-def iter_chunks(name: str, size: int, num: int, seed: int, chunk: int = CHUNK) -> Iterator[Dataset]:
+def iter_chunks(name: str, size: int, num: int, seed: int, chunk: int | None = None) -> Iterator[Dataset]:
     """Yields the split in consecutive chunks of at most `chunk` samples (memory stays bounded)."""
     alg = ALGORITHMS.get(name)
+    chunk = chunk or chunk_size(name, size)
     rng = np.random.RandomState(seed)
     for start in range(0, num, chunk):
         samples = [alg.sample(rng, size) for _ in range(min(chunk, num - start))]
@@ -87,3 +99,59 @@ def generate(name: str, split: str | None = None, *, num: int | None = None, siz
     ds = Dataset.concat(iter_chunks(name, r["size"], r["num"], r["seed"]))
     ds.meta = split_meta(name, **r)
     return ds
+
+
+def dataset_path(out_dir, algorithm: str, split: str):
+    """Where a split lives on disk: `out_dir/algorithm/<split>.safetensors`."""
+    from pathlib import Path
+
+    return Path(out_dir) / algorithm / f"{split}.safetensors"
+
+
+def write_split(algorithm: str, split: str | None, size: int | None, num: int | None, seed: int | None, out_dir,
+                force: bool = False, on_chunk=None):
+    """Generates a split straight to disk (streamed chunk by chunk, atomic). Returns its path.
+
+    `on_chunk(k)` is called after each chunk of k samples (progress bars)."""
+    from relreason.data.store import write_dataset
+
+    r = resolve_split(algorithm, split, size, num, seed)
+    path = dataset_path(out_dir, algorithm, r["split"])
+    if path.exists() and not force:
+        raise RelreasonError(f"{path} already exists", "pass --force to overwrite it")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RelreasonError(f"cannot create {path.parent}: {e.strerror}", "choose a writable --out directory") from None
+
+    def chunks():
+        for c in iter_chunks(algorithm, r["size"], r["num"], r["seed"]):
+            if on_chunk is not None:
+                on_chunk(len(c))
+            yield c
+
+    try:
+        write_dataset(path, chunks(), split_meta(algorithm, **r))
+    except PermissionError as e:
+        raise RelreasonError(f"cannot write {path}: {e.strerror}", "choose a writable --out directory") from None
+    return path
+
+
+def cached_split(algorithm: str, split: str | None, data_dir, size: int | None = None, num: int | None = None,
+                 seed: int | None = None) -> Dataset:
+    """Loads a split from the on-disk cache, generating it first when missing or stale."""
+    from relreason.data.store import load_dataset, read_meta
+
+    r = resolve_split(algorithm, split, size, num, seed)
+    path = dataset_path(data_dir, algorithm, r["split"])
+    want = split_meta(algorithm, **r)
+    fresh = False
+    if path.exists():
+        try:
+            have = read_meta(path)
+            fresh = all(have.get(k) == want[k] for k in ("size", "num", "seed", "spec_hash"))
+        except RelreasonError:
+            fresh = False
+    if not fresh:
+        write_split(algorithm, split, size, num, seed, data_dir, force=True)
+    return load_dataset(path)

@@ -41,6 +41,7 @@ class Recorder:
         self._outputs: dict[str, np.ndarray] | None = None
         self._hints: dict[str, list] = {k: [] for k in self._names[Stage.HINT]}
         self._active: list[np.ndarray] = []
+        self._bulk_lengths: np.ndarray | None = None  # set by hint_sequence (whole trajectories at once)
 
     def _check(self, stage: Stage, values: dict) -> None:
         if values.keys() != self._names[stage]:
@@ -59,6 +60,8 @@ class Recorder:
     def hint(self, active: np.ndarray | None = None, **values) -> None:
         """Records one hint step. `active` ([B] bool, batch mode only): samples this step belongs to."""
         self._check(Stage.HINT, values)
+        if self._bulk_lengths is not None:
+            raise ProbeError(f"{self.algorithm}: hint after hint_sequence")
         for k, v in values.items():
             self._hints[k].append(np.array(v))
         if self.batch is not None:
@@ -66,6 +69,19 @@ class Recorder:
             if self._active and np.any(act & ~self._active[-1]):
                 raise ProbeError(f"{self.algorithm}: a sample became active again after it stopped")
             self._active.append(act)
+
+    def hint_sequence(self, lengths: np.ndarray, **values) -> None:
+        """Records a lockstep batch's hints all at once (batch mode, instead of `hint`).
+
+        Each value is [B, T, ...] (time second, storage form or an index form) and `lengths[b]` is the
+        number of steps sample b ran; steps past it are stored as zeros. For algorithms that build
+        whole trajectories in bulk: the arrays are kept without a copy, so the caller hands them over.
+        """
+        self._check(Stage.HINT, values)
+        if self.batch is None or self._active or self._bulk_lengths is not None:
+            raise ProbeError(f"{self.algorithm}: hint_sequence needs batch mode and is the only hint call")
+        self._bulk_lengths = np.asarray(lengths, dtype=np.int64)
+        self._hints = dict(values)
 
     def _convert(self, f: Feature, value, time_axis: bool = False) -> np.ndarray:
         """Converts one recorded value to storage form (index forms expanded to one-hot)."""
@@ -82,6 +98,8 @@ class Recorder:
     def finish(self) -> Trajectory | Dataset:
         if self._inputs is None or self._outputs is None:
             raise ProbeError(f"{self.algorithm}: inputs and outputs must both be recorded")
+        if self._bulk_lengths is not None:
+            return self._finish_sequence()
         steps = len(next(iter(self._hints.values()))) if self._hints else 0
         if self._hints and steps == 0:
             raise ProbeError(f"{self.algorithm}: no hint was recorded")
@@ -94,6 +112,21 @@ class Recorder:
             v[~active] = 0
             hints[k] = np.ascontiguousarray(v)
         lengths = active.sum(axis=1).astype(np.int64)
+        return Dataset(self.algorithm, self.spec, self._inputs, hints, self._outputs, lengths)
+
+    def _finish_sequence(self) -> Dataset:
+        lengths = self._bulk_lengths
+        hints = {k: self._convert(self.spec[k], v, time_axis=True) for k, v in self._hints.items()}
+        steps = next(iter(hints.values())).shape[1]
+        if lengths.shape != (self.batch,) or lengths.min() < 1 or lengths.max() != steps:
+            raise ProbeError(f"{self.algorithm}: lengths must be in 1..T and reach T = {steps}")
+        padding = np.flatnonzero(np.arange(steps)[None, :] >= lengths[:, None])  # rows of [B * T]
+        for k, v in hints.items():
+            if v.shape[:2] != (self.batch, steps):
+                raise ProbeError(f"{self.algorithm}: probe {k} is not [B, T, ...] = [{self.batch}, {steps}, ...]")
+            if len(padding):
+                v = hints[k] = np.ascontiguousarray(v)  # so that the reshape below is a view
+                v.reshape(self.batch * steps, -1)[padding] = 0
         return Dataset(self.algorithm, self.spec, self._inputs, hints, self._outputs, lengths)
 
 

@@ -149,8 +149,9 @@ def load_dataset(path: Path) -> Dataset:
     pick = lambda prefix: {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}  # noqa: E731
     if "lengths" not in arrays:
         raise RelreasonError(f"{path} is not a relreason dataset (no lengths)", "regenerate it with --force")
+    sizes = arrays["sizes"].astype(np.int64) if "sizes" in arrays else None
     return Dataset(meta["algorithm"], spec, pick("input."), pick("hint."), pick("output."),
-                   arrays["lengths"].astype(np.int64), meta)
+                   arrays["lengths"].astype(np.int64), meta, sizes)
 
 
 def fingerprint(arrays: dict[str, np.ndarray]) -> str:

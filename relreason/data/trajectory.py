@@ -17,7 +17,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from relreason.data.specs import Feature, Spec, Stage, Type, POINTER_TYPES
+from relreason.data.specs import POINTER_TYPES, Feature, Location, Spec, Stage, Type
 
 Arrays = dict[str, np.ndarray]
 
@@ -62,13 +62,18 @@ class Dataset:
     outputs: Arrays
     lengths: np.ndarray  # [B] int64, true number of hint steps per sample
     meta: dict = field(default_factory=dict)  # split, size, seed, num ... (as stored)
+    # [B] int64 real node count per graph when graphs of different sizes share the batch (nodes
+    # >= sizes[b] are padding); None when every graph has all n nodes (every CLRS split).
+    sizes: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.lengths.shape[0])
 
     @property
     def n(self) -> int:
-        return int(self.inputs["pos"].shape[1])
+        """Number of node slots (the padded size when `sizes` is set)."""
+        node = next(k for k, f in self.spec.items() if f.stage is Stage.INPUT and f.location is Location.NODE)
+        return int(self.inputs[node].shape[1])
 
     @property
     def max_length(self) -> int:
@@ -80,6 +85,8 @@ class Dataset:
         out.update({f"hint.{k}": v for k, v in self.hints.items()})
         out.update({f"output.{k}": v for k, v in self.outputs.items()})
         out["lengths"] = self.lengths
+        if self.sizes is not None:
+            out["sizes"] = self.sizes
         return out
 
     def trajectory(self, i: int) -> Trajectory:
@@ -96,7 +103,7 @@ class Dataset:
         """A sub-dataset (hints keep this dataset's padded length)."""
         pick = lambda d: {k: v[index] for k, v in d.items()}  # noqa: E731
         return Dataset(self.algorithm, self.spec, pick(self.inputs), pick(self.hints), pick(self.outputs),
-                       self.lengths[index], dict(self.meta))
+                       self.lengths[index], dict(self.meta), None if self.sizes is None else self.sizes[index])
 
     @staticmethod
     def from_trajectories(trajs: list[Trajectory]) -> "Dataset":
@@ -119,11 +126,27 @@ class Dataset:
         """Concatenates datasets of one algorithm and size, padding hints to the longest."""
         parts = list(parts)
         first = parts[0]
+        if len(parts) == 1:  # nothing to join: copy only arrays that are views or read-only
+            own = lambda d: {k: np.require(v, requirements="CWO") for k, v in d.items()}  # noqa: E731
+            return Dataset(first.algorithm, first.spec, own(first.inputs), own(first.hints), own(first.outputs),
+                           np.require(first.lengths, requirements="CWO"), dict(first.meta),
+                           None if first.sizes is None else np.require(first.sizes, requirements="CWO"))
         tmax = max(p.max_length for p in parts)
-        hints = {k: np.concatenate([pad_time(p.hints[k], tmax) for p in parts]) for k in first.hints}
+        hints = {k: _concat_padded([p.hints[k] for p in parts], tmax) for k in first.hints}
         cat = lambda name: {k: np.concatenate([getattr(p, name)[k] for p in parts]) for k in getattr(first, name)}  # noqa: E731
+        sizes = None if first.sizes is None else np.concatenate([p.sizes for p in parts])
         return Dataset(first.algorithm, first.spec, cat("inputs"), hints, cat("outputs"),
-                       np.concatenate([p.lengths for p in parts]), dict(first.meta))
+                       np.concatenate([p.lengths for p in parts]), dict(first.meta), sizes)
+
+
+def _concat_padded(parts: list[np.ndarray], length: int) -> np.ndarray:
+    """Concatenates hint arrays [B_i, T_i, ...] along B, zero-padded along T to `length`, in one copy."""
+    out = np.zeros((sum(x.shape[0] for x in parts), length) + parts[0].shape[2:], parts[0].dtype)
+    start = 0
+    for x in parts:
+        out[start: start + x.shape[0], : x.shape[1]] = x
+        start += x.shape[0]
+    return out
 
 
 def pad_time(x: np.ndarray, length: int) -> np.ndarray:

@@ -1,0 +1,58 @@
+"""Results as tables: rich for the terminal, and Markdown / CSV / LaTeX / JSON for papers and sheets."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from rich.table import Table
+
+
+def render(rows: list[dict], columns: list[str], fmt: str, title: str = "") -> str:
+    """Renders rows (dicts) in `fmt`: md, csv, json or latex."""
+    if fmt == "json":
+        return json.dumps(rows, indent=2)
+    cells = [[_cell(r.get(c)) for c in columns] for r in rows]
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(columns)
+        w.writerows(cells)
+        return buf.getvalue()
+    if fmt == "md":
+        head = f"| {' | '.join(columns)} |\n|{'|'.join('---' for _ in columns)}|\n"
+        return (f"**{title}**\n\n" if title else "") + head + "".join(f"| {' | '.join(r)} |\n" for r in cells)
+    if fmt == "latex":
+        esc = lambda s: s.replace("_", r"\_").replace("%", r"\%").replace("±", r"$\pm$")  # noqa: E731
+        lines = [r"\begin{tabular}{l" + "r" * (len(columns) - 1) + "}", r"\toprule",
+                 " & ".join(esc(c) for c in columns) + r" \\", r"\midrule"]
+        lines += [" & ".join(esc(x) for x in r) + r" \\" for r in cells]
+        lines += [r"\bottomrule", r"\end{tabular}"]
+        return "\n".join(lines) + "\n"
+    raise ValueError(f"unknown format {fmt}")
+
+
+def rich_table(rows: list[dict], columns: list[str], title: str = "") -> Table:
+    t = Table(title=title or None)
+    for i, c in enumerate(columns):
+        t.add_column(c, justify="left" if i == 0 else "right")
+    for r in rows:
+        t.add_row(*[_cell(r.get(c)) for c in columns])
+    return t
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    return str(v)
+
+
+def score_rows(scores: dict) -> list[dict]:
+    """Rows for one evaluation: each output feature, the algorithm score, and hints when present."""
+    rows = [{"feature": f"output.{k}", "score": v} for k, v in scores["outputs"].items()]
+    rows.append({"feature": "score (mean of outputs)", "score": scores["score"]})
+    rows += [{"feature": f"hint.{k}", "score": v} for k, v in scores.get("hints", {}).items()]
+    return rows

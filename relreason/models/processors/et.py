@@ -1,0 +1,279 @@
+"""The Edge Transformer (Bergen, O'Donnell & Bahdanau, NeurIPS 2021) as a CLRS processor.
+
+The state is one vector per ordered node pair, e_xy (B, N, N, D). A layer updates every pair from
+the pairs that form a triangle with it, "x -> l -> y":
+
+    q_xl = Wq e_xl,  k_ly = Wk e_ly,  v_xly = (V1 e_xl) * (V2 e_ly)        (elementwise product)
+    a_xy = Wo concat_heads sum_l softmax_l(q_xl . k_ly / sqrt(head_dim)) v_xly
+
+followed by a feed-forward block. LayerNorm is placed as in the authors' code (github
+bergen/EdgeTransformer, `clutrr/model.py`): each sub-block normalizes the stream, then adds its
+output to the normalized stream,
+
+    e = LN(e);  e = e + TriangularAttention(e);  e = LN(e);  e = e + W2 relu(W1 e),
+
+which is the post-LN Transformer with the first LayerNorm moved to the front of the layer. The
+attention projections have no bias (authors' code), the feed-forward block is 4 x wide, and all
+weight matrices are Xavier-uniform initialized (authors' `_reset_parameters`). Layers are tied
+(one layer applied `layers` times, the paper's default) or untied (`tied: false`).
+
+Ablations of the paper (authors' `lesion_values` / `lesion_scores`):
+  - `value_ablation`: v_xly = V1 e_xl (the value no longer reads e_ly; V2 does not exist);
+  - `attention_ablation`: the key comes from e_xy instead of e_ly, so softmax_l(q_xl . k_xy)
+    weighs the l's by the row x alone (the triangle no longer shapes the weights).
+
+CLRS integration (our choices, not the paper's: the paper has no per-step processor):
+  - Per algorithm step the pair state is composed by one linear map of
+    [node_in_x, node_in_y, edge_in_xy, graph_in, previous pair state e_xy] (`carry_state`, default)
+    or, with `carry_state: false`, of [..., previous node state h_x, h_y] (the pair state is then
+    only read by this step's decoders). Graph features are tiled onto every pair, so graph inputs
+    and hints reach the processor; the map is applied per block, never materializing the concat.
+  - Node states are the diagonal, State.node = e_ii (B, N, D), so node decoders read pair (i, i);
+    State.edge is the whole pair state (B, N, N, D) and pointers decode from pairs
+    (`model.pointer_decoding: edge`). State.graph = W mean_{x,y real} e_xy.
+  - Attention is dense over all node pairs, like the paper's; the adjacency reaches the model only
+    through edge_in (the encoded `adj` / `A`). Padded nodes (node_mask False) are excluded from
+    the sum over l, so a real pair (x, y) only ever reads pairs of real nodes.
+
+Cost: O(B N^3 D) time per layer. The value sum needs sum_l a_xly (V1 e_xl)_c (V2 e_ly)_c, a
+three-way product with a shared channel c: any pairwise contraction of it builds the
+(B, heads, N, N, N, head_dim) product, which is 2 GB at n = 64, batch 32, width 64. We never build
+it whole: `TriangularProduct` computes it in chunks of rows with a reused buffer (at most
+`chunk_mb` MB), as a batched (1 x N) @ (N x head_dim) matmul per pair, and its backward recomputes
+the chunks instead of saving them, so training memory is O(B heads N^3) per layer (the attention
+weights), not O(B N^3 D). scripts/bench_et_memory.py measures it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.autograd.function import once_differentiable
+
+from relreason.errors import RelreasonError
+from relreason.models.processors.base import Processor, State, masked_fill_value, register_processor
+
+
+@dataclass
+class ETConfig:
+    """Edge Transformer options; defaults are the paper's (authors' CLUTRR `train.py`)."""
+
+    width: int = 0  # D, the pair-state width; 0: the network's hidden size H (the paper's 200 is CLUTRR's)
+    heads: int = 4  # paper / authors' train.py num_heads=4
+    layers: int = 8  # paper's CLUTRR depth (num_message_rounds=8); recipes use fewer per algorithm step
+    tied: bool = True  # paper default: one layer's weights shared by all layers (share_layers=True)
+    ff_factor: int = 4  # feed-forward width = 4 x D (authors' ff_factor=4)
+    dropout: float = 0.0  # paper uses 0.2 on CLUTRR; CLRS processors train without dropout (reference)
+    value_ablation: bool = False  # paper's value ablation: v_xly = V1 e_xl only
+    attention_ablation: bool = False  # paper's attention ablation: key from e_xy instead of e_ly
+    carry_state: bool = True  # feed the pair state back next step (our CLRS integration; RT does the same)
+    chunk_mb: int = 128  # memory budget (MB) of one chunk of the triangular product; results do not depend on it
+
+
+class TriangularProduct(torch.autograd.Function):
+    """out[g, i, j, c] = sum_k A[g, i, j, k] * P[g, i, k, c] * Q[g, j, k, c].
+
+    The value sum of triangular attention (i = x, j = y, k = l). Computed in chunks of i with one
+    reused buffer of (G, chunk, J, K, C); the backward recomputes the chunks (its three input
+    gradients are the same product with the roles of the indices exchanged), so nothing of size
+    G*I*J*K*C is ever stored.
+    """
+
+    @staticmethod
+    def forward(ctx, a: torch.Tensor, p: torch.Tensor, q: torch.Tensor, budget: int) -> torch.Tensor:
+        ctx.save_for_backward(a, p, q)
+        ctx.budget = budget
+        return _tri_sum(a, p, q, budget)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: torch.Tensor):
+        a, p, q = ctx.saved_tensors  # (G, I, J, K), (G, I, K, C), (G, J, K, C)
+        grad = grad.contiguous()  # (G, I, J, C)
+        da = dp = dq = None
+        if ctx.needs_input_grad[0]:
+            # dA[i, j, k] = sum_c g[i, j, c] P[i, k, c] Q[j, k, c]
+            da = _tri_channel_sum(grad, p, q, ctx.budget)
+        if ctx.needs_input_grad[1]:
+            # dP[i, k, c] = sum_j A[i, j, k] g[i, j, c] Q[j, k, c]  (j summed: the same product over j)
+            dp = _tri_sum(a.transpose(2, 3), grad, q.transpose(1, 2), ctx.budget)
+        if ctx.needs_input_grad[2]:
+            # dQ[j, k, c] = sum_i A[i, j, k] g[i, j, c] P[i, k, c]
+            dq = _tri_sum(a.permute(0, 2, 3, 1), grad.transpose(1, 2), p.transpose(1, 2), ctx.budget)
+        return da, dp, dq, None
+
+
+def _rows_per_chunk(g: int, rows: int, j: int, k: int, c: int, budget: int, itemsize: int) -> int:
+    """How many i-rows of a (G, rows, J, K, C) product fit in `budget` bytes (at least one)."""
+    per_row = g * j * k * c * itemsize
+    return max(1, min(rows, budget // max(per_row, 1)))
+
+
+def _tri_sum(a: torch.Tensor, p: torch.Tensor, q: torch.Tensor, budget: int) -> torch.Tensor:
+    """out[g, i, j, c] = sum_k a[g, i, j, k] p[g, i, k, c] q[g, j, k, c], chunked over i."""
+    # the backward passes transposed views: contiguous (K, C) rows make the broadcast product ~2x faster
+    a, p, q = a.contiguous(), p.contiguous(), q.contiguous()
+    g, ni, nj, nk = a.shape
+    c = p.shape[-1]
+    out = p.new_empty(g, ni, nj, c)
+    rows = _rows_per_chunk(g, ni, nj, nk, c, budget, p.element_size())
+    buf = p.new_empty(g, rows, nj, nk, c)
+    q_b = q.unsqueeze(1)  # (G, 1, J, K, C)
+    for s in range(0, ni, rows):
+        e = min(s + rows, ni)
+        t = torch.mul(p[:, s:e].unsqueeze(2), q_b, out=buf[:, :e - s])  # (G, r, J, K, C): P[i,k,c] Q[j,k,c]
+        out[:, s:e] = torch.matmul(a[:, s:e].unsqueeze(-2), t).squeeze(-2)  # (G, r, J, 1, K) @ (.., K, C)
+    return out
+
+
+def _tri_channel_sum(grad: torch.Tensor, p: torch.Tensor, q: torch.Tensor, budget: int) -> torch.Tensor:
+    """out[g, i, j, k] = sum_c grad[g, i, j, c] p[g, i, k, c] q[g, j, k, c], chunked over i."""
+    p, q = p.contiguous(), q.contiguous()
+    g, ni, nj, c = grad.shape
+    nk = p.shape[2]
+    out = p.new_empty(g, ni, nj, nk)
+    rows = _rows_per_chunk(g, ni, nj, nk, c, budget, p.element_size())
+    buf = p.new_empty(g, rows, nj, nk, c)
+    q_b = q.unsqueeze(1)  # (G, 1, J, K, C)
+    for s in range(0, ni, rows):
+        e = min(s + rows, ni)
+        t = torch.mul(p[:, s:e].unsqueeze(2), q_b, out=buf[:, :e - s])  # (G, r, J, K, C)
+        out[:, s:e] = torch.matmul(t, grad[:, s:e].unsqueeze(-1)).squeeze(-1)  # (.., K, C) @ (.., C, 1)
+    return out
+
+
+class TriangularAttention(nn.Module):
+    """Multi-head triangular attention over pair states e (B, N, N, D) (see the module docstring)."""
+
+    def __init__(self, width: int, heads: int, value_ablation: bool, attention_ablation: bool,
+                 chunk_mb: int, dropout: float):
+        super().__init__()
+        self.heads, self.head_dim = heads, width // heads
+        self.value_ablation, self.attention_ablation = value_ablation, attention_ablation
+        self.budget = chunk_mb * 2 ** 20
+        self.query = nn.Linear(width, width, bias=False)  # Wq, read at e_xl
+        self.key = nn.Linear(width, width, bias=False)  # Wk, read at e_ly (attention ablation: at e_xy)
+        self.value1 = nn.Linear(width, width, bias=False)  # V1, read at e_xl
+        # V2 (read at e_ly) does not exist under the value ablation, so no parameter goes unused
+        self.value2 = None if value_ablation else nn.Linear(width, width, bias=False)
+        self.out = nn.Linear(width, width, bias=False)  # Wo
+        self.dropout = nn.Dropout(dropout)
+
+    def split(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, N, N, D) -> (B, heads, N, N, head_dim), keeping both node axes in place."""
+        b, n, _, _ = x.shape
+        return x.view(b, n, n, self.heads, self.head_dim).permute(0, 3, 1, 2, 4)
+
+    def weights(self, e: torch.Tensor, node_mask: torch.Tensor) -> torch.Tensor:
+        """Attention weights alpha[b, h, x, y, l] = softmax_l(q_xl . k_ly) over real l (B, h, N, N, N)."""
+        q = self.split(self.query(e))  # (B, h, X, L, c): q_xl
+        k = self.split(self.key(e))  # (B, h, L, Y, c): k_ly  (ablation: (B, h, X, Y, c): k_xy)
+        if self.attention_ablation:
+            s = torch.matmul(k, q.transpose(-1, -2))  # (B, h, X, Y, L): k_xy . q_xl, batched over x
+        else:
+            # batched over l: (B, h, L, X, c) @ (B, h, L, c, Y) -> (B, h, L, X, Y), then l to the back
+            s = torch.matmul(q.transpose(2, 3), k.transpose(-1, -2)).permute(0, 1, 3, 4, 2).contiguous()
+        s = s / math.sqrt(self.head_dim)
+        s = s.masked_fill(~node_mask[:, None, None, None, :], masked_fill_value(s))  # padded l excluded
+        return torch.softmax(s, dim=-1)
+
+    def forward(self, e: torch.Tensor, node_mask: torch.Tensor) -> torch.Tensor:
+        b, n, _, d = e.shape
+        h, c = self.heads, self.head_dim
+        alpha = self.dropout(self.weights(e, node_mask))  # (B, h, X, Y, L)
+        v1 = self.split(self.value1(e))  # (B, h, X, L, c): V1 e_xl
+        if self.value_ablation:
+            o = torch.matmul(alpha, v1)  # (B, h, X, Y, c): sum_l alpha_xyl V1 e_xl, batched over x
+        else:
+            v2 = self.split(self.value2(e)).transpose(2, 3)  # (B, h, Y, L, c): V2 e_ly
+            o = TriangularProduct.apply(alpha.reshape(b * h, n, n, n), v1.reshape(b * h, n, n, c),
+                                        v2.reshape(b * h, n, n, c), self.budget).view(b, h, n, n, c)
+        return self.out(o.permute(0, 2, 3, 1, 4).reshape(b, n, n, d))  # concat heads, then Wo
+
+
+class EdgeTransformerLayer(nn.Module):
+    """e = LN(e); e = e + attn(e); e = LN(e); e = e + ffn(e)  (LayerNorm placement of the authors' code)."""
+
+    def __init__(self, cfg: ETConfig, width: int):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(width)
+        self.attention = TriangularAttention(width, cfg.heads, cfg.value_ablation, cfg.attention_ablation,
+                                             cfg.chunk_mb, cfg.dropout)
+        self.norm2 = nn.LayerNorm(width)
+        self.ffn_in = nn.Linear(width, cfg.ff_factor * width)
+        self.ffn_out = nn.Linear(cfg.ff_factor * width, width)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, e: torch.Tensor, node_mask: torch.Tensor) -> torch.Tensor:
+        e = self.norm1(e)
+        e = e + self.dropout(self.attention(e, node_mask))
+        e = self.norm2(e)
+        return e + self.dropout(self.ffn_out(self.dropout(F.relu(self.ffn_in(e)))))
+
+
+@register_processor("et", ETConfig, "Edge Transformer: triangular attention over node pairs (Bergen et al. 2021)")
+class EdgeTransformer(Processor):
+    def __init__(self, cfg: ETConfig, hidden: int):
+        super().__init__(cfg, hidden)
+        for name in ("width", "heads", "layers", "ff_factor", "chunk_mb"):
+            low = 0 if name == "width" else 1
+            if getattr(cfg, name) < low:
+                raise RelreasonError(f"processor.{name} must be >= {low}, got {getattr(cfg, name)}",
+                                     "the paper's values are the defaults")
+        if not 0.0 <= cfg.dropout < 1.0:
+            raise RelreasonError(f"processor.dropout must be in [0, 1), got {cfg.dropout}", "use 0.0 to disable")
+        d = cfg.width or hidden
+        if d % cfg.heads:
+            raise RelreasonError(f"processor.width {d} is not divisible by processor.heads {cfg.heads}",
+                                 "pick a width that is a multiple of the number of heads")
+        self.node_dim = self.edge_dim = d
+        self.carry_edge = cfg.carry_state
+        # The per-step input map, one block per input (summed; equal to one Linear on the concat).
+        self.from_sender = nn.Linear(hidden, d)  # node_in_x (carries the bias)
+        self.from_receiver = nn.Linear(hidden, d, bias=False)  # node_in_y
+        self.from_edge = nn.Linear(hidden, d, bias=False)  # edge_in_xy
+        self.from_graph = nn.Linear(hidden, d, bias=False)  # graph_in, tiled onto every pair
+        if cfg.carry_state:
+            self.from_state = nn.Linear(d, d, bias=False)  # previous pair state e_xy
+        else:
+            self.from_state_sender = nn.Linear(d, d, bias=False)  # previous node state h_x
+            self.from_state_receiver = nn.Linear(d, d, bias=False)  # previous node state h_y
+        count = 1 if cfg.tied else cfg.layers
+        self.layers = nn.ModuleList(EdgeTransformerLayer(cfg, d) for _ in range(count))
+        self.depth = cfg.layers
+        self.readout = nn.Linear(d, d)  # graph state from the mean pair state
+        for layer in self.layers:  # authors' init: Xavier-uniform on every weight matrix
+            for p in layer.parameters():
+                if p.dim() > 1:
+                    nn.init.xavier_uniform_(p)
+
+    def compose(self, node_in: torch.Tensor, edge_in: torch.Tensor, graph_in: torch.Tensor,
+                state: State) -> torch.Tensor:
+        """The pair state entering the layers, e_xy (B, N, N, D)."""
+        x_part = self.from_sender(node_in)  # (B, N, D)
+        y_part = self.from_receiver(node_in)  # (B, N, D)
+        if self.carry_edge:
+            if state.edge is None:
+                raise ValueError("the Edge Transformer carries its pair state: State.edge must not be None")
+            pair = self.from_edge(edge_in) + self.from_state(state.edge)  # (B, N, N, D)
+        else:
+            pair = self.from_edge(edge_in)  # (B, N, N, D)
+            x_part = x_part + self.from_state_sender(state.node)
+            y_part = y_part + self.from_state_receiver(state.node)
+        g = self.from_graph(graph_in)  # (B, D)
+        return pair + (x_part + g[:, None, :])[:, :, None, :] + y_part[:, None, :, :]
+
+    def forward(self, node_in, edge_in, graph_in, state: State, adj, node_mask) -> State:
+        # adj is not used: attention is dense over node pairs; the adjacency arrives inside edge_in
+        e = self.compose(node_in, edge_in, graph_in, state)  # (B, N, N, D)
+        for i in range(self.depth):
+            e = self.layers[0 if len(self.layers) == 1 else i](e, node_mask)
+        node = torch.diagonal(e, dim1=1, dim2=2).transpose(1, 2)  # (B, N, D): e_ii
+        pair_mask = (node_mask[:, :, None] & node_mask[:, None, :]).to(e.dtype)  # (B, N, N)
+        count = pair_mask.sum((1, 2)).clamp(min=1.0)[:, None]  # (B, 1)
+        graph = self.readout(torch.einsum("bxyd,bxy->bd", e, pair_mask) / count)  # (B, D)
+        return State(node, e, graph)

@@ -1,0 +1,155 @@
+"""Checkpoints: a directory with `model.safetensors`, `config.json`, and for resuming
+`optimizer.safetensors` + `trainer_state.json`.
+
+Weights are never pickled. The whole directory is written under a temporary name and swapped in,
+so a run killed at any moment leaves either the previous checkpoint or the new one, never a mix.
+Loading is strict and names missing or unexpected keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from relreason import __version__
+from relreason.config import Config, config_from_dict
+from relreason.errors import RelreasonError
+
+FORMAT = 1  # bump when the checkpoint layout changes incompatibly
+
+
+def _state_for_safetensors(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Contiguous CPU copies; tensors sharing storage (tied layers) are cloned to separate ones."""
+    return {k: v.detach().to("cpu").contiguous().clone() for k, v in state.items()}
+
+
+def _flatten_optimizer(opt: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict]:
+    sd = opt.state_dict()
+    tensors, scalars = {}, {}
+    for pid, st in sd["state"].items():
+        for key, val in st.items():
+            if torch.is_tensor(val):
+                tensors[f"{pid}.{key}"] = val.detach().to("cpu").contiguous().clone()
+            else:
+                scalars[f"{pid}.{key}"] = val
+    return tensors, {"param_groups": sd["param_groups"], "scalars": scalars}
+
+
+def _unflatten_optimizer(tensors: dict[str, torch.Tensor], meta: dict) -> dict:
+    state: dict[int, dict] = {}
+    for name, val in tensors.items():
+        pid, key = name.split(".", 1)
+        state.setdefault(int(pid), {})[key] = val
+    for name, val in meta["scalars"].items():
+        pid, key = name.split(".", 1)
+        state.setdefault(int(pid), {})[key] = val
+    return {"state": state, "param_groups": meta["param_groups"]}
+
+
+def save_checkpoint(path: Path, model: torch.nn.Module, cfg: Config, spec_hash: str, extra: dict | None = None,
+                    optimizer: torch.optim.Optimizer | None = None, trainer_state: dict | None = None) -> Path:
+    """Writes a checkpoint directory atomically (temp dir + rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        save_file(_state_for_safetensors(model.state_dict()), tmp / "model.safetensors")
+        meta = {"format": FORMAT, "relreason": __version__, "spec_hash": spec_hash, "config": cfg.to_dict(),
+                **(extra or {})}
+        (tmp / "config.json").write_text(json.dumps(meta, indent=2))
+        if optimizer is not None:
+            tensors, opt_meta = _flatten_optimizer(optimizer)
+            save_file(tensors, tmp / "optimizer.safetensors")
+            (tmp / "optimizer.json").write_text(json.dumps(opt_meta))
+        if trainer_state is not None:
+            (tmp / "trainer_state.json").write_text(json.dumps(trainer_state, indent=2))
+        os.chmod(tmp, 0o755)
+        old = None
+        if path.exists():
+            old = path.with_name(f".{path.name}.old")
+            if old.exists():
+                shutil.rmtree(old)
+            os.replace(path, old)
+        os.replace(tmp, path)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return path
+
+
+def recover(path: Path) -> None:
+    """If a kill struck between the two renames of `save_checkpoint`, put the old checkpoint back."""
+    path = Path(path)
+    old = path.with_name(f".{path.name}.old")
+    if not path.exists() and old.exists():
+        os.replace(old, path)
+
+
+def read_checkpoint_meta(path: Path) -> dict:
+    path = Path(path)
+    recover(path)
+    cfg_file = path / "config.json"
+    if not cfg_file.is_file():
+        raise RelreasonError(f"{path} is not a checkpoint (no config.json)",
+                             "give a run directory (runs/NAME) or a checkpoint directory (runs/NAME/best)")
+    try:
+        meta = json.loads(cfg_file.read_text())
+    except json.JSONDecodeError:
+        raise RelreasonError(f"{cfg_file} is corrupt", "use another checkpoint, e.g. best/ or last/") from None
+    if meta.get("format") != FORMAT:
+        raise RelreasonError(f"{path} has checkpoint format {meta.get('format')!r}, this relreason reads {FORMAT}",
+                             f"evaluate it with the relreason version that wrote it ({meta.get('relreason')})")
+    return meta
+
+
+def load_config(path: Path) -> Config:
+    return config_from_dict(read_checkpoint_meta(path)["config"])
+
+
+def load_weights(path: Path, model: torch.nn.Module) -> None:
+    """Loads model.safetensors strictly into `model`, naming missing/unexpected keys."""
+    file = Path(path) / "model.safetensors"
+    if not file.is_file():
+        raise RelreasonError(f"{file} does not exist", "the checkpoint is incomplete; use another one")
+    try:
+        state = load_file(str(file))
+    except (SafetensorError, OSError) as e:
+        raise RelreasonError(f"{file} is corrupt: {e}", "use another checkpoint (best/ or last/)") from None
+    own = model.state_dict()
+    missing, unexpected = sorted(set(own) - set(state)), sorted(set(state) - set(own))
+    if missing or unexpected:
+        raise RelreasonError(f"{file} does not fit this model: missing {missing[:5]}, unexpected {unexpected[:5]}",
+                             "was it written for another model or task?")
+    bad = [k for k in own if own[k].shape != state[k].shape]
+    if bad:
+        raise RelreasonError(f"{file} does not fit this model: shape mismatch in {bad[:5]}",
+                             "was it written with another configuration?")
+    model.load_state_dict(state, strict=True)
+
+
+def load_optimizer(path: Path, optimizer: torch.optim.Optimizer) -> None:
+    path = Path(path)
+    try:
+        tensors = load_file(str(path / "optimizer.safetensors"))
+        meta = json.loads((path / "optimizer.json").read_text())
+    except (SafetensorError, OSError, json.JSONDecodeError) as e:
+        raise RelreasonError(f"cannot resume from {path}: optimizer state unreadable ({e})",
+                             "start a new run without --resume") from None
+    optimizer.load_state_dict(_unflatten_optimizer(tensors, meta))
+
+
+def load_trainer_state(path: Path) -> dict:
+    try:
+        return json.loads((Path(path) / "trainer_state.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        raise RelreasonError(f"cannot resume from {path}: trainer_state.json missing or corrupt",
+                             "start a new run without --resume") from None

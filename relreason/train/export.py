@@ -1,0 +1,64 @@
+"""Exporting runs: a portable bundle (weights + config + model card) and result tables."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from relreason.errors import RelreasonError
+from relreason.eval.report import render, score_rows
+
+FORMATS = ("md", "csv", "json", "latex")
+
+
+def read_results(run_dir: Path) -> dict:
+    path = Path(run_dir) / "results.json"
+    if not path.is_file():
+        raise RelreasonError(f"{run_dir} has no results.json (unfinished or not a run directory)",
+                             "finish it with `relreason train ... --name NAME --resume`")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        raise RelreasonError(f"{path} is corrupt", "re-run the final evaluation with `relreason eval`") from None
+
+
+def results_table(run_dir: Path, fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise RelreasonError(f"unknown results format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
+    res = read_results(run_dir)
+    rows = score_rows(res["test"])
+    return render(rows, ["feature", "score"], fmt, title=f"{res['model']} on {res['task']}, test n={res['test_size']}")
+
+
+def export_bundle(run_dir: Path, out_dir: Path | None = None) -> Path:
+    """Copies best/ weights and config into a bundle with MODEL_CARD.md; `relreason eval BUNDLE` accepts it."""
+    run_dir = Path(run_dir)
+    res = read_results(run_dir)
+    best = run_dir / "best"
+    if not (best / "model.safetensors").is_file():
+        raise RelreasonError(f"{run_dir} has no best/ checkpoint", "train it first")
+    out_dir = Path(out_dir) if out_dir else run_dir / "export"
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise RelreasonError(f"{out_dir} already exists and is not empty", "choose another --out")
+    tmp = out_dir.with_name(f".{out_dir.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    shutil.copy2(best / "model.safetensors", tmp / "model.safetensors")
+    shutil.copy2(best / "config.json", tmp / "config.json")
+    (tmp / "MODEL_CARD.md").write_text(model_card(res))
+    if out_dir.exists():
+        out_dir.rmdir()
+    tmp.rename(out_dir)
+    return out_dir
+
+
+def model_card(res: dict) -> str:
+    table = render(score_rows(res["test"]), ["feature", "score"], "md")
+    return (f"# {res['model']} on {res['task']}\n\n"
+            f"Trained with relreason {res['relreason']}, seed {res['seed']}, recipe {res.get('recipe') or 'default'}:"
+            f" {res['examples']} training examples in {res['seconds']} s.\n\n"
+            f"Command:\n\n```\n{res.get('command') or '(python API)'}\n```\n\n"
+            f"Best validation score {res['best_val']:.4f} (after {res['best_examples']} examples).\n\n"
+            f"## Test (out of distribution, n = {res['test_size']}), CLRS metric\n\n{table}\n"
+            "Evaluate again with `relreason eval THIS_DIRECTORY --ood 64`.\n")

@@ -1,0 +1,252 @@
+"""Tests of the Edge Transformer processor (relreason/models/processors/et.py), called directly
+through the processor contract."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from relreason.errors import RelreasonError
+from relreason.models.processors import PROCESSORS
+from relreason.models.processors.base import State
+from relreason.models.processors.et import EdgeTransformer, ETConfig, TriangularAttention, TriangularProduct
+
+H = 8  # the network's hidden size in these tests
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny tensors: one thread is faster, and avoids thread-sync stalls when the CPU is shared."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+VARIANTS = {
+    "default": {},
+    "value_ablation": {"value_ablation": True},
+    "attention_ablation": {"attention_ablation": True},
+    "untied": {"tied": False},
+    "no_carry": {"carry_state": False},
+}
+
+
+def build(**kwargs) -> EdgeTransformer:
+    torch.manual_seed(0)
+    cfg = ETConfig(**{"width": 8, "heads": 2, "layers": 2, **kwargs})
+    return PROCESSORS.get("et").build(cfg, H)
+
+
+def inputs(b: int = 2, n: int = 5, seed: int = 1, width: int = 8):
+    """Random encoded inputs and a random (non-zero, so every state weight gets a gradient) state."""
+    g = torch.Generator().manual_seed(seed)
+    node_in = torch.randn(b, n, H, generator=g)
+    edge_in = torch.randn(b, n, n, H, generator=g)
+    graph_in = torch.randn(b, H, generator=g)
+    state = State(torch.randn(b, n, width, generator=g), torch.randn(b, n, n, width, generator=g),
+                  torch.randn(b, width, generator=g))
+    adj = torch.ones(b, n, n, dtype=torch.bool)
+    mask = torch.ones(b, n, dtype=torch.bool)
+    return node_in, edge_in, graph_in, state, adj, mask
+
+
+def reference_triangular(att: TriangularAttention, e: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Triangular attention written out as plain loops over x, y, heads and l, for one graph e (N, N, D)."""
+    n, _, d = e.shape
+    h, c = att.heads, att.head_dim
+    out = torch.zeros(n, n, d, dtype=e.dtype)
+    real = [l for l in range(n) if mask[l]]
+    for x in range(n):
+        for y in range(n):
+            heads = []
+            for head in range(h):
+                sl = slice(head * c, (head + 1) * c)
+                logits = []
+                for l in real:
+                    q = att.query.weight[sl] @ e[x, l]  # q_xl
+                    k_at = e[x, y] if att.attention_ablation else e[l, y]
+                    k = att.key.weight[sl] @ k_at  # k_ly (ablation: k_xy)
+                    logits.append(float(q @ k) / math.sqrt(c))
+                top = max(logits)
+                weights = [math.exp(s - top) for s in logits]
+                total = sum(weights)
+                acc = torch.zeros(c, dtype=e.dtype)
+                for w, l in zip(weights, real):
+                    v = att.value1.weight[sl] @ e[x, l]
+                    if not att.value_ablation:
+                        v = v * (att.value2.weight[sl] @ e[l, y])
+                    acc = acc + (w / total) * v
+                heads.append(acc)
+            out[x, y] = att.out.weight @ torch.cat(heads)
+    return out
+
+
+@pytest.mark.parametrize("value_ablation", [False, True])
+@pytest.mark.parametrize("attention_ablation", [False, True])
+@pytest.mark.parametrize("padded", [False, True])
+def test_triangular_attention_matches_loops(value_ablation, attention_ablation, padded):
+    torch.manual_seed(0)
+    att = TriangularAttention(8, 2, value_ablation, attention_ablation, chunk_mb=1, dropout=0.0)
+    e = torch.randn(1, 3, 3, 8)
+    mask = torch.tensor([[True, True, not padded]])  # padded: node 2 must drop out of every sum over l
+    with torch.no_grad():
+        got = att(e, mask)[0]
+        want = reference_triangular(att, e[0], mask[0])
+    real = 2 if padded else 3
+    assert torch.allclose(got[:real, :real], want[:real, :real], atol=1e-5)
+
+
+@pytest.mark.parametrize("budget", [1, 10 ** 9])  # one row per chunk / everything in one chunk
+def test_triangular_product_forward_and_gradients(budget):
+    g = torch.Generator().manual_seed(0)
+    a, p, q = (torch.randn(*shape, generator=g, dtype=torch.double, requires_grad=True)
+               for shape in ((3, 4, 5, 6), (3, 4, 6, 2), (3, 5, 6, 2)))
+    out = TriangularProduct.apply(a, p, q, budget)
+    assert torch.allclose(out, torch.einsum("gijk,gikc,gjkc->gijc", a, p, q))
+    assert torch.autograd.gradcheck(lambda a, p, q: TriangularProduct.apply(a, p, q, budget), (a, p, q))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_equivariant_to_node_permutations(variant):
+    model = build(**VARIANTS[variant])
+    node_in, edge_in, graph_in, state, adj, mask = inputs()
+    perm = torch.tensor([3, 0, 4, 2, 1])
+    with torch.no_grad():
+        out = model(node_in, edge_in, graph_in, state, adj, mask)
+        p_state = State(state.node[:, perm], state.edge[:, perm][:, :, perm], state.graph)
+        p_out = model(node_in[:, perm], edge_in[:, perm][:, :, perm], graph_in, p_state,
+                      adj[:, perm][:, :, perm], mask[:, perm])
+    assert torch.allclose(p_out.node, out.node[:, perm], atol=1e-5)
+    assert torch.allclose(p_out.edge, out.edge[:, perm][:, :, perm], atol=1e-5)
+    assert torch.allclose(p_out.graph, out.graph, atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_padded_nodes_never_reach_real_ones(variant):
+    model = build(**VARIANTS[variant])
+    node_in, edge_in, graph_in, state, adj, mask = inputs(n=6)
+    real = 4
+    mask[:, real:] = False
+    with torch.no_grad():
+        padded = model(node_in, edge_in, graph_in, state, adj, mask)
+        alone = model(node_in[:, :real], edge_in[:, :real, :real], graph_in,
+                      State(state.node[:, :real], state.edge[:, :real, :real], state.graph),
+                      adj[:, :real, :real], mask[:, :real])
+    assert torch.allclose(padded.node[:, :real], alone.node, atol=1e-5)
+    assert torch.allclose(padded.edge[:, :real, :real], alone.edge, atol=1e-5)
+    assert torch.allclose(padded.graph, alone.graph, atol=1e-5)
+
+
+def test_value_ablation_drops_the_e_ly_value_path():
+    # With uniform attention (Wq = 0), a_xy = Wo mean_l v_xly: under the value ablation v_xly = V1 e_xl
+    # does not depend on y at all; with the full value V1 e_xl * V2 e_ly it does.
+    for ablation in (True, False):
+        torch.manual_seed(0)
+        att = TriangularAttention(8, 2, ablation, False, chunk_mb=1, dropout=0.0)
+        assert (att.value2 is None) == ablation
+        with torch.no_grad():
+            att.query.weight.zero_()
+            out = att(torch.randn(2, 4, 4, 8), torch.ones(2, 4, dtype=torch.bool))  # (B, X, Y, D)
+        same_for_all_y = torch.allclose(out, out[:, :, :1].expand_as(out), atol=1e-6)
+        assert same_for_all_y == ablation
+
+
+def test_attention_ablation_weighs_l_by_row_x_alone():
+    # Ablated: alpha_xyl = softmax_l(q_xl . k_xy) reads only row x of e. Full: it reads e_ly too.
+    for ablation in (True, False):
+        torch.manual_seed(0)
+        att = TriangularAttention(8, 2, False, ablation, chunk_mb=1, dropout=0.0)
+        e = torch.randn(1, 4, 4, 8)
+        changed = e.clone()
+        changed[:, 1:] += torch.randn(1, 3, 4, 8)  # every row except x = 0
+        mask = torch.ones(1, 4, dtype=torch.bool)
+        with torch.no_grad():
+            before, after = att.weights(e, mask)[:, :, 0], att.weights(changed, mask)[:, :, 0]
+        assert torch.allclose(before, after) == ablation
+
+
+def test_tied_layers_share_one_layer():
+    tied, untied = build(tied=True, layers=3), build(tied=False, layers=3)
+    assert len(tied.layers) == 1 and len(untied.layers) == 3
+    # untied layers all loaded with the tied layer's weights compute exactly the tied model
+    state = tied.state_dict()
+    for i in range(3):
+        for key, value in tied.layers[0].state_dict().items():
+            state[f"layers.{i}.{key}"] = value
+    untied.load_state_dict(state)
+    args = inputs()
+    with torch.no_grad():
+        assert torch.allclose(tied(*args).edge, untied(*args).edge, atol=1e-6)
+
+
+def test_carried_state():
+    node_in, edge_in, graph_in, state, adj, mask = inputs()
+    other_edge = State(state.node, state.edge + 1.0, state.graph)
+    other_node = State(state.node + 1.0, state.edge, state.graph)
+    with torch.no_grad():
+        carry = build(carry_state=True)
+        assert carry.carry_edge and carry.edge_dim == 8
+        base = carry(node_in, edge_in, graph_in, state, adj, mask).edge
+        assert not torch.allclose(base, carry(node_in, edge_in, graph_in, other_edge, adj, mask).edge)
+        no_carry = build(carry_state=False)
+        assert not no_carry.carry_edge
+        base = no_carry(node_in, edge_in, graph_in, state, adj, mask).edge
+        assert torch.allclose(base, no_carry(node_in, edge_in, graph_in, other_edge, adj, mask).edge)
+        assert not torch.allclose(base, no_carry(node_in, edge_in, graph_in, other_node, adj, mask).edge)
+
+
+def test_node_state_is_the_diagonal_of_the_pair_state():
+    out = build()(*inputs())
+    for i in range(5):
+        assert torch.equal(out.node[:, i], out.edge[:, i, i])
+
+
+def test_width_defaults_to_hidden():
+    model = PROCESSORS.get("et").build(ETConfig(heads=2), H)
+    assert model.node_dim == model.edge_dim == H
+    s = model.initial_state(2, 3, torch.device("cpu"))
+    assert s.edge.shape == (2, 3, 3, H)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_gradients_reach_every_parameter(variant):
+    model = build(**VARIANTS[variant])
+    out = model(*inputs())
+    g = torch.Generator().manual_seed(5)
+    loss = sum((t * torch.randn(t.shape, generator=g)).sum() for t in (out.node, out.edge, out.graph))
+    loss.backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, name
+
+
+def test_bad_config_is_a_user_error():
+    with pytest.raises(RelreasonError, match="divisible"):
+        PROCESSORS.get("et").build(ETConfig(width=10, heads=4), H)
+    with pytest.raises(RelreasonError, match="layers"):
+        PROCESSORS.get("et").build(ETConfig(layers=0), H)
+
+
+def test_learns_two_hop_sums():
+    # Target per pair: (A @ A)_xy, A an edge scalar: one triangle, exactly what triangular attention sees.
+    # Must beat the best constant predictor (its loss: the target's variance) 4x.
+    torch.manual_seed(0)
+    model = build(width=16, heads=2, layers=1)
+    head = torch.nn.Linear(16, 1)
+    g = torch.Generator().manual_seed(3)
+    b, n = 16, 5
+    a = torch.rand(b, n, n, generator=g)
+    edge_in = a[..., None] * torch.ones(H)  # (B, N, N, H)
+    target = a @ a  # (B, N, N)
+    node_in, graph_in = torch.zeros(b, n, H), torch.zeros(b, H)
+    adj, mask = torch.ones(b, n, n, dtype=torch.bool), torch.ones(b, n, dtype=torch.bool)
+    opt = torch.optim.Adam([*model.parameters(), *head.parameters()], lr=3e-3)
+    for _ in range(40):
+        state = model.initial_state(b, n, a.device)
+        pred = head(model(node_in, edge_in, graph_in, state, adj, mask).edge)[..., 0]
+        loss = torch.nn.functional.mse_loss(pred, target)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert loss.item() < 0.25 * target.var().item()
