@@ -1,0 +1,288 @@
+"""Sorting algorithms (CLRS chapters 2, 6 and 7), recorded with the reference's probes.
+
+Each sort runs as a lockstep batch: one loop iteration is one hint step of every sample still
+running. Insertion and bubble sort take the same steps for every sample; heapsort and quicksort
+recurse differently per sample, so their recursion becomes explicit per-sample state (the current
+heapify node; the unsorted ranges still pending) advanced one probe point at a time.
+
+Every sort keeps `A_pos` [B, N]: `A_pos[b, k]` is the original index of the key now in slot k. The
+hints name elements by original index, as the reference does: `pred_h` is the "array" pointer probe
+(each element points to its left neighbour in the current order, the first element to itself), and a
+mask_one hint on slot k is the one-hot of `A_pos[k]`.
+
+The loops keep the pointer probes up to date as keys move (`SlotOrder`) and snapshot a few small
+arrays per step (`History`); masks are expanded to their stored one-hot form once at the end. That,
+not the textbook logic, is where the time goes. The helpers here are shared by the searching and
+divide-and-conquer families.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+from relreason.data import samplers
+from relreason.data.algorithms import register
+from relreason.data.probes import Recorder, positions
+
+def sample_keys(rng: samplers.RandomState, length: int) -> tuple[np.ndarray]:
+    """The reference's sorting sampler (also minimum and quickselect): keys ~ U[0, 1)^length."""
+    return (samplers.random_sequence(rng, length),)
+
+
+class History:
+    """Per-step snapshots of a lockstep batch, read back stacked time-second ([B, T, ...]).
+
+    `lengths[b]` counts the steps in which sample b was running; what is recorded for a sample after
+    it stopped is never read (the recorder zeroes hint padding)."""
+
+    def __init__(self, batch: int):
+        self.lengths = np.zeros(batch, np.int64)
+        self._steps: dict[str, list[np.ndarray]] = {}
+
+    def push(self, running: np.ndarray | bool, **values: np.ndarray) -> None:
+        self.lengths += running
+        for k, v in values.items():
+            self._steps.setdefault(k, []).append(np.array(v))  # a copy: the loop mutates its state
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return np.stack(self._steps[name], axis=1)
+
+
+def identity_order(batch: int, n: int) -> np.ndarray:
+    """`A_pos` before any move: slot k holds element k. [B, N]"""
+    return np.tile(np.arange(n), (batch, 1))
+
+
+def _scatter_pointers(order: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """Pointer probe [B, N]: element order[:, k] points to source[:, k - 1] (k >= 1), order[:, 0] to itself."""
+    B, n = order.shape
+    rows = np.arange(B)
+    probe = np.empty((B, n), np.int32)
+    probe[rows[:, None], order[:, 1:]] = source
+    probe[rows, order[:, 0]] = order[:, 0]
+    return probe
+
+
+def order_pointers(order: np.ndarray) -> np.ndarray:
+    """The "array" probe of orders [B, N]: order[:, k] points to order[:, k - 1]."""
+    return _scatter_pointers(order, order[:, :-1])
+
+
+def heap_pointers(order: np.ndarray, heap_size: np.ndarray) -> np.ndarray:
+    """The "heap" probe of orders [B, N] with heap sizes [B]: in the first heap_size slots every element
+    points to its heap parent (slot (k - 1) // 2); the root and the rest point to themselves."""
+    k = np.arange(1, order.shape[-1])
+    return _scatter_pointers(order, np.where(k < heap_size[:, None], order[:, (k - 1) // 2], order[:, 1:]))
+
+
+def constant_hint(value: np.ndarray, steps: int) -> np.ndarray:
+    """A hint that never changes, [B, ...] -> [B, T, ...] (a real copy: the recorder zeroes padding)."""
+    return np.repeat(value[:, None], steps, axis=1)
+
+
+def one_hot(index: np.ndarray, n: int) -> np.ndarray:
+    """mask_one storage form: [...] indices -> [..., N] float32 (cheaper than the recorder's own)."""
+    out = np.zeros(index.shape + (n,), np.float32)
+    flat = out.reshape(-1, n)
+    flat[np.arange(flat.shape[0]), index.ravel()] = 1
+    return out
+
+
+class SlotOrder:
+    """Keys in slots [B, N] with their order `pos` (A_pos) and its "array" probe `pred`, which every
+    move updates in place: recomputing it from scratch at each of thousands of steps is what would be
+    slow. Only elements whose left neighbour changed are rewritten.
+
+    Slot lists are [K, B] (one row per slot kind): `np.array` builds them far cheaper than `np.stack`,
+    which matters at one call per step."""
+
+    def __init__(self, keys: np.ndarray):
+        self.A = np.array(keys, dtype=np.float64)  # [B, N] a copy: it is permuted in place
+        B, self.n = self.A.shape
+        self.rows = np.arange(B)
+        self.cols = self.rows[None, :]  # [1, B]: row index broadcast against [K, B] slot lists
+        self.pos = identity_order(B, self.n)  # [B, N] element in each slot
+        self.pred = order_pointers(self.pos)  # [B, N] int32
+
+    def refresh(self, slots: np.ndarray) -> None:
+        """Rewrites the pointers of the elements in `slots` [K, B] (clipped to the last slot)."""
+        s = np.minimum(slots, self.n - 1)
+        self.pred[self.cols, self.pos[self.cols, s]] = self.pos[self.cols, np.maximum(s - 1, 0)]
+
+    def swap(self, a: np.ndarray, b: np.ndarray) -> None:
+        """Swaps slots a[k] and b[k] in row k ([B] each; a == b leaves the row unchanged)."""
+        for x in (self.A, self.pos):
+            x[self.rows, a], x[self.rows, b] = x[self.rows, b], x[self.rows, a]
+        self.refresh(np.array([a, a + 1, b, b + 1]))
+
+    def at(self, *slots: np.ndarray) -> np.ndarray:
+        """The elements in the given slots ([B] each) -> [len(slots), B]."""
+        return self.pos[self.cols, np.array(slots)]
+
+
+def _start(name: str, A: np.ndarray) -> tuple[Recorder, SlotOrder]:
+    """Recorder with the inputs recorded, and the keys in their initial order."""
+    order = SlotOrder(A)
+    B, n = order.A.shape
+    rec = Recorder(name, n, batch=B)
+    rec.input(pos=positions(n, B), key=order.A.copy())
+    return rec, order
+
+
+def mask_hints(nodes: np.ndarray, names: tuple[str, ...], n: int) -> dict[str, np.ndarray]:
+    """mask_one hints [B, T, N] from node snapshots [len(names), T, B] (History of `SlotOrder.at`)."""
+    return {k: one_hot(nodes[c].T, n) for c, k in enumerate(names)}
+
+
+@register("insertion_sort", sample=sample_keys, batched=True)
+def insertion_sort(A: np.ndarray):
+    """Insertion sort. A: [B, N] keys. One hint for i = j = 0, then one per inserted key j."""
+    rec, order = _start("insertion_sort", A)
+    A, A_pos, rows = order.A, order.pos, order.rows
+    B, n = A.shape
+    hist = History(B)
+    hist.push(True, pred=order.pred, i=np.zeros(B, int))
+    for j in range(1, n):
+        key = A[:, j].copy()
+        # The prefix is sorted and the scan shifts only keys > key, so key lands after every key <= it.
+        slot = (A[:, :j] <= key[:, None]).sum(axis=1)  # [B]
+        # `i` is the element the textbook overwrote at the slot (slot j still holds original index j).
+        stored = A_pos[rows, slot]
+        k = np.arange(j + 1)
+        src = k - (k > slot[:, None])  # [B, j + 1]: slots after the insertion point take their left neighbour
+        at = k == slot[:, None]
+        A[:, : j + 1] = np.where(at, key[:, None], A[rows[:, None], src])
+        A_pos[:, : j + 1] = np.where(at, j, A_pos[rows[:, None], src])
+        # New left neighbours: the inserted key, the key after it, and the key after the shifted block.
+        order.refresh(np.array([slot, slot + 1, np.full(B, j + 1)]))
+        hist.push(True, pred=order.pred, i=stored)
+    steps = np.broadcast_to(np.arange(n), (B, n))  # step t inserts key t (step 0: j = 0)
+    rec.hint_sequence(hist.lengths, pred_h=hist["pred"], i=one_hot(hist["i"], n), j=one_hot(steps, n))
+    rec.output(pred=order.pred)
+    return rec.finish()
+
+
+@register("bubble_sort", sample=sample_keys, batched=True)
+def bubble_sort(A: np.ndarray):
+    """Bubble sort. A: [B, N] keys. One initial hint, then one per compare-exchange (N (N - 1) / 2)."""
+    rec, order = _start("bubble_sort", A)
+    A, A_pos = order.A, order.pos
+    B, n = A.shape
+    hist = History(B)
+    hist.push(True, pred=order.pred, i=A_pos[:, 0], j=A_pos[:, 0])
+    for i in range(n - 1):
+        for j in range(n - 1, i, -1):
+            swap = A[:, j] < A[:, j - 1]
+            order.swap(np.where(swap, j - 1, j), np.full(B, j))
+            hist.push(True, pred=order.pred, i=A_pos[:, i], j=A_pos[:, j])
+    rec.hint_sequence(hist.lengths, pred_h=hist["pred"], i=one_hot(hist["i"], n), j=one_hot(hist["j"], n))
+    rec.output(pred=order.pred)
+    return rec.finish()
+
+
+class HeapPhase(enum.IntEnum):
+    """Classes of heapsort's categorical `phase` hint (the reference's order)."""
+
+    BUILD = 0  # max-heapify calls of the build loop
+    SWAP_OUT = 1  # the max moves to the freed last slot
+    REHEAP = 2  # max-heapify calls after a move
+
+
+@register("heapsort", sample=sample_keys, batched=True)
+def heapsort(A: np.ndarray):
+    """Heapsort (Williams, 1964). A: [B, N] keys.
+
+    The textbook recursion is a per-sample state machine: `cur` is the node max-heapify is at, `ind`
+    the outer loop index (the build loop's node, or the extraction's last slot), `size` the heap size
+    and `phase` what the next step does (sift during the build, move the max out, sift after it).
+    Each step is one probe point: one max_heapify call of the reference, or one extraction."""
+    rec, order = _start("heapsort", A)
+    A, A_pos, rows = order.A, order.pos, order.rows
+    B, n = A.shape
+    last = np.full(B, n - 1)
+    size = np.full(B, n)
+    parent = heap_pointers(A_pos, size)  # [B, N] the "heap" probe, kept up to date like order.pred
+    hist = History(B)
+    phase = np.full(B, HeapPhase.BUILD)
+    hist.push(True, pred=order.pred, parent=parent, nodes=order.at(last, last, last, last), phase=phase)
+    cur, ind = last.copy(), last.copy()
+    running = np.ones(B, bool)
+    while running.any():
+        sift = running & (phase != HeapPhase.SWAP_OUT)
+        out = running & (phase == HeapPhase.SWAP_OUT)
+        # max_heapify at cur: the largest of cur and its children inside the heap (strict >, left first).
+        left = 2 * cur + 1
+        here = A[rows, cur]
+        lv = A[rows, np.minimum(left, n - 1)]
+        go = (left < size) & (lv > here)
+        largest, best = np.where(go, left, cur), np.where(go, lv, here)
+        go = (left + 1 < size) & (A[rows, np.minimum(left + 1, n - 1)] > best)
+        largest = np.where(go, left + 1, largest)
+        # An extraction shrinks the heap by one and moves its max to the freed last slot.
+        size = size - out
+        a, b = np.where(sift, cur, 0), np.where(sift, largest, np.where(out, ind, 0))
+        order.swap(a, b)
+        # Parent pointers change for the two swapped slots, their children, and a slot leaving the heap.
+        s = np.minimum(np.array([a, b, 2 * a + 1, 2 * a + 2, 2 * b + 1, 2 * b + 2]), n - 1)  # [6, B]
+        src = np.where((s >= 1) & (s < size), (s - 1) // 2, s)
+        parent[order.cols, A_pos[order.cols, s]] = A_pos[order.cols, src]
+        # Hints i, j, largest, heap_size; an extraction's `largest` is element 0 itself, not slot 0.
+        nodes = order.at(np.where(out, 0, ind), np.where(out, ind, cur), largest, size - 1)
+        nodes[2] = np.where(out, 0, nodes[2])
+        hist.push(running, pred=order.pred, parent=parent, nodes=nodes, phase=np.where(out, HeapPhase.SWAP_OUT, phase))
+        # A sift that moved continues one level down; one that stopped ends its max_heapify chain.
+        deeper = sift & (largest != cur)
+        ended = sift & ~deeper
+        ind = ind - ended
+        next_build = ended & (phase == HeapPhase.BUILD) & (ind >= 0)
+        # After the build loop's node 0 the extraction loop starts at the last slot.
+        extract = ended & ((phase == HeapPhase.REHEAP) | (ind < 0))
+        ind = np.where(ind < 0, n - 1, ind)
+        running &= ~(extract & (ind < 1))
+        cur = np.where(out, 0, np.where(next_build, ind, np.where(deeper, largest, cur)))
+        phase = np.where(out, HeapPhase.REHEAP, np.where(extract, HeapPhase.SWAP_OUT, phase))
+    rec.hint_sequence(hist.lengths, pred_h=hist["pred"], parent=hist["parent"], phase=hist["phase"],
+                      **mask_hints(hist["nodes"], ("i", "j", "largest", "heap_size"), n))
+    rec.output(pred=order.pred)
+    return rec.finish()
+
+
+@register("quicksort", sample=sample_keys, batched=True)
+def quicksort(A: np.ndarray):
+    """Quicksort (Hoare, 1962) with Lomuto's partition. A: [B, N] keys.
+
+    There is no initial hint: one hint per partition loop step and one after placing the pivot. The
+    recursion sorts the left part, then the right part, and skips parts of fewer than two keys. Every
+    range still pending lies right of the current one and the slots left of it are sorted, so the next
+    range is always the leftmost run of two or more slots not yet `final` (placed pivots) and no
+    explicit stack is needed. `i`, `j` are the partition's indices; its pivot key stays in slot r."""
+    rec, order = _start("quicksort", A)
+    A, rows = order.A, order.rows
+    B, n = A.shape
+    slots = np.arange(n)
+    final = np.zeros((B, n + 1), bool)  # [B, N + 1]; column N is a sentinel that ends the last run
+    final[:, n] = True
+    state = np.array([np.zeros(B, int), np.full(B, n - 1), np.full(B, -1), np.zeros(B, int)])  # p, r, i, j: [4, B]
+    hist = History(B)
+    running = np.ones(B, bool)
+    while running.any():
+        p, r, i, j = state
+        step = running & (j < r)  # a partition loop iteration
+        place = running & (j == r)  # the pivot (slot r == j) goes between the two parts
+        take = step & (A[rows, j] <= A[rows, r])
+        i = i + take
+        q = i + 1
+        order.swap(np.where(take, i, np.where(place, q, j)), j)
+        hist.push(running, pred=order.pred, nodes=order.at(p, r, q, j))
+        final[rows, np.where(place, q, n)] = True
+        open_ = ~final
+        pair = open_[:, :-1] & open_[:, 1:]  # [B, N]: slots k and k + 1 both still open
+        lo = pair.argmax(axis=1)  # the next range: the leftmost open run of two or more slots
+        hi = (final[:, 1:] & (slots >= lo[:, None])).argmax(axis=1)
+        running ^= place & ~pair[rows, lo]
+        state = np.where(place, np.array([lo, hi, lo - 1, lo]), np.array([p, r, i, j + step]))
+    rec.hint_sequence(hist.lengths, pred_h=hist["pred"], **mask_hints(hist["nodes"], ("p", "r", "i", "j"), n))
+    rec.output(pred=order.pred)
+    return rec.finish()
