@@ -19,18 +19,9 @@ from relreason.errors import RelreasonError
 
 MAX_SIZE = 1024  # nodes; edge features are [N, N] per step, so beyond this a split does not fit in memory
 MAX_NUM = 10_000_000
-CHUNK = 256  # samples run together at n <= 16; bounds memory, does not change the data
-
-
-def chunk_size(name: str, size: int) -> int:
-    """Samples per chunk, shrinking with n so a chunk's hints stay within a few hundred MB: as n^2 when
-    the algorithm has edge hints ([N, N] per step; 16 samples at n = 64), else as n (64 at n = 64)."""
-    from relreason.data.specs import Location, Stage
-
-    spec = ALGORITHM_INFO[name].spec
-    edge_hints = any(f.stage is Stage.HINT and f.location is Location.EDGE for f in spec.values())
-    scale = (16 * 16) / (size * size) if edge_hints else 16 / size
-    return max(4, min(CHUNK, int(CHUNK * scale)))
+CHUNK_BYTES = 256 * 2**20  # target size of one chunk's arrays: bounds memory, does not change the data
+FIRST_CHUNK = 8  # samples in the first chunk, which measures the bytes per sample
+MAX_CHUNK = 1024
 
 
 def run_algorithm(name: str, *inputs) -> Trajectory:
@@ -77,13 +68,22 @@ def resolve_split(name: str, split: str | None, size: int | None, num: int | Non
 
 
 def iter_chunks(name: str, size: int, num: int, seed: int, chunk: int | None = None) -> Iterator[Dataset]:
-    """Yields the split in consecutive chunks of at most `chunk` samples (memory stays bounded)."""
+    """Yields the split in consecutive chunks (memory stays bounded; the data does not depend on them).
+
+    Lockstep algorithms run faster on wider chunks, but hints can be large (bubble sort at n = 64
+    has ~2,000 steps), so without an explicit `chunk` the first chunk of 8 samples measures the
+    bytes per sample and later chunks take as many samples as fit in CHUNK_BYTES."""
     alg = ALGORITHMS.get(name)
-    chunk = chunk or chunk_size(name, size)
     rng = np.random.RandomState(seed)
-    for start in range(0, num, chunk):
-        samples = [alg.sample(rng, size) for _ in range(min(chunk, num - start))]
-        yield run_samples(alg, samples)
+    start, width = 0, chunk or FIRST_CHUNK
+    while start < num:
+        samples = [alg.sample(rng, size) for _ in range(min(width, num - start))]
+        part = run_samples(alg, samples)
+        start += len(samples)
+        if chunk is None:
+            per_sample = sum(a.nbytes for a in part.arrays().values()) / len(part)
+            width = int(min(MAX_CHUNK, max(FIRST_CHUNK, CHUNK_BYTES // max(per_sample, 1.0))))
+        yield part
 
 
 def split_meta(name: str, split: str, size: int, num: int, seed: int) -> dict:

@@ -1,10 +1,12 @@
 """Graph algorithms (CLRS chapters 22-25), recorded with the reference's probes.
 
-Every algorithm here is written as a lockstep batch: one loop iteration is one hint step for every
-sample still running (`rec.hint(active=running, ...)`), and the textbook's inner loops over nodes
-become masked array operations over [B, N] or [B, N, N]. Where the sequential code reads state it
-has just written in the same step, the vectorized form must give the same answer; each function
-says why it does.
+Every algorithm here runs a lockstep batch: one loop iteration is one hint step for every sample
+still running, and the textbook's inner loops over nodes become masked array operations over
+[B, N] or [B, N, N]. Where the sequential code reads state it has just written in the same step,
+the vectorized form must give the same answer; each function says why it does. bellman_ford is the
+plain example (`rec.hint` per step); the others keep each step's state arrays and build the
+[B, T, ...] storage arrays once at the end (`_StepHints`), because at n = 64 copying every step's
+state three times costs more than the algorithm.
 
 Samplers are the reference's: undirected Erdos-Renyi graphs (`samplers.graph_sampler`), p = 0.5
 except Kruskal (p = 0.2), weighted except BFS, with a uniformly drawn source where the reference
@@ -20,38 +22,93 @@ import numpy as np
 from relreason.data import samplers
 from relreason.data.algorithms import register
 from relreason.data.probes import Recorder, graph_adjacency, positions
+from relreason.data.specs import Type
+from relreason.data.trajectory import storage_dtype
 
 # Extract-min pushes nodes outside the queue past every queued one by this offset (the reference's
 # `argsort(d + (1 - in_queue) * 1e9)[0]`); keeping the same float expression keeps the same ties.
 _NOT_QUEUED = 1e9
 
 
+class _StepHints:
+    """A lockstep batch's hints, kept step by step and handed to the Recorder as [B, T, ...] arrays
+    built once, in storage form (the per-step `rec.hint` path copies every value three times).
+
+    `push` records one step for every sample: values [B, ...], or an index [B] for a mask_one or
+    categorical. Values are kept by reference, so the caller must not change them in place
+    afterwards (the algorithms here rebind their state arrays instead). `finish` passes each
+    sample's number of steps; the Recorder zeroes the steps past it."""
+
+    def __init__(self, rec: Recorder):
+        self.rec = rec
+        self.steps: dict[str, list[np.ndarray]] = {}
+
+    def push(self, **values: np.ndarray) -> None:
+        for name, x in values.items():
+            self.steps.setdefault(name, []).append(x)
+
+    def finish(self, lengths: np.ndarray, **ready: np.ndarray) -> None:
+        """Records the hints; `ready` holds hint arrays built whole ([B, T, ...], storage form)."""
+        arrays = dict(ready)
+        for name, steps in self.steps.items():
+            f = self.rec.spec[name]
+            shape = f.shape(self.rec.n)
+            if f.type in (Type.MASK_ONE, Type.CATEGORICAL) and np.ndim(steps[0]) == len(shape):
+                idx = np.stack(steps, axis=1)  # [B, T] indices
+                out = np.zeros(idx.shape + shape[-1:], np.float32)
+                np.put_along_axis(out, idx[..., None], 1.0, axis=-1)
+                arrays[name] = out
+            else:
+                arrays[name] = np.stack(steps, axis=1, dtype=storage_dtype(f))
+        self.rec.hint_sequence(lengths, **arrays)
+
+
+def _extract_min(keys: np.ndarray) -> np.ndarray:
+    """The reference's extract-min `argsort(keys)[0]` per row of keys [B, N], as indices [B].
+
+    argmin gives the same node whenever the least queued key is unique; rows where it is not are
+    argsorted as the reference does (argsort, unlike argmin, need not pick the first of equal keys).
+    A row with nothing queued (every key >= _NOT_QUEUED) stops its sample, so its pick is moot."""
+    u = keys.argmin(axis=1)
+    least = keys[np.arange(len(keys)), u]
+    queued = np.where(least < _NOT_QUEUED, least, np.nan)  # NaN equals nothing: rows with no queue drop out
+    hits = keys == queued[:, None]  # [B, N]: one hit per queued row unless its least key is tied
+    if np.count_nonzero(hits) > np.count_nonzero(least < _NOT_QUEUED):
+        ties = np.count_nonzero(hits, axis=1) > 1
+        u[ties] = np.argsort(keys[ties], axis=1)[:, 0]
+    return u
+
+
 @register("bfs", sample=samplers.graph_sampler(0.5, source=True), batched=True)
 def bfs(A: np.ndarray, s: np.ndarray):
     """Breadth-first search (Moore, 1959) from source s. A: [B, N, N] (edge where A > 0), s: [B].
 
-    One hint per frontier expansion. A node first reached in a step takes as parent the lowest
-    reached node with an edge to it (the sequential `for i, for j` visits i in increasing order)."""
+    One hint per frontier expansion, the last repeating the final state (at most N hints). A node
+    first reached in a step takes as parent the lowest reached node with an edge to it (the
+    sequential `for i, for j` visits i in increasing order)."""
     B, n, _ = A.shape
     rec = Recorder("bfs", n, batch=B)
-    rows, nodes = np.arange(B), np.arange(n)
+    nodes = np.arange(n)
     rec.input(pos=positions(n, B), s=s, A=A, adj=graph_adjacency(A))
     edge = A > 0  # [B, I, J]
-    reach = np.zeros((B, n), bool)
-    reach[rows, s] = True
+    reach = nodes == s[:, None]  # [B, N]
     pi = np.tile(nodes, (B, 1))  # [B, N]
-    orphan = nodes[None, :] != s[:, None]  # only non-source nodes adopt a parent
+    orphan = ~reach  # only non-source nodes adopt a parent
+    hints = _StepHints(rec)
+    lengths = np.zeros(B, np.int64)
     running = np.ones(B, bool)
     while running.any():
-        prev_reach = reach.copy()
-        rec.hint(active=running, reach_h=prev_reach, pi_h=pi)
-        via = edge & prev_reach[:, :, None] & running[:, None, None]  # [B, I, J]
+        hints.push(reach_h=reach, pi_h=pi)
+        lengths += running
+        via = edge & reach[:, :, None] & running[:, None, None]  # [B, I, J]
         hit = via.any(axis=1)  # [B, J]
         # pi[j] == j holds for a non-source j exactly until it is first reached.
         adopt = hit & (pi == nodes) & orphan
         pi = np.where(adopt, via.argmax(axis=1), pi)  # argmax of a bool axis = lowest i
-        reach |= hit
-        running &= np.any(reach != prev_reach, axis=1)
+        grown = reach | hit
+        running &= np.any(grown != reach, axis=1)
+        reach = grown
+    hints.finish(lengths)
     rec.output(pi=pi)
     return rec.finish()
 
@@ -89,37 +146,39 @@ def _extract_min_tree(name: str, A: np.ndarray, s: np.ndarray, prim: bool):
     """Dijkstra and Prim share their loop: extract the queued node of least value u, mark it, then
     relax every unmarked neighbour v (value d[u] + A[u, v] for Dijkstra, A[u, v] for Prim).
 
-    One hint for the initial state, then one per extracted node; a sample stops when its queue is
-    empty. The relaxation of u never touches u itself (it is marked), so reading d[u] once per step
-    is what the sequential loop reads."""
+    One hint for the initial state, then one per extracted node (at most N + 1 hints); a sample
+    stops when its queue is empty. The relaxation of u never touches u itself (it is marked), so
+    reading d[u] once per step is what the sequential loop reads."""
     B, n, _ = A.shape
     rec = Recorder(name, n, batch=B)
-    rows = np.arange(B)
+    rows, nodes = np.arange(B), np.arange(n)
     rec.input(pos=positions(n, B), s=s, A=A, adj=graph_adjacency(A))
     value_name = "key" if prim else "d"
     value = np.zeros((B, n))  # d (Dijkstra) or key (Prim)
     mark = np.zeros((B, n), bool)
-    in_queue = np.zeros((B, n), bool)
-    in_queue[rows, s] = True
-    pi = np.tile(np.arange(n), (B, 1))
-    rec.hint(pi_h=pi, mark=mark, in_queue=in_queue, u=s, **{value_name: value})
+    in_queue = nodes == s[:, None]
+    pi = np.tile(nodes, (B, 1))
+    hints = _StepHints(rec)
+    hints.push(pi_h=pi, mark=mark, in_queue=in_queue, u=s, **{value_name: value})
+    lengths = np.ones(B, np.int64)
     running = np.ones(B, bool)
     for _ in range(n):  # at most one extraction per node
-        # argsort (not argmin) so that ties break exactly as the reference's extract-min does.
-        u = np.argsort(value + (~in_queue) * _NOT_QUEUED, axis=1)[:, 0]  # [B]
+        u = _extract_min(value + (~in_queue) * _NOT_QUEUED)  # [B]
         running &= in_queue[rows, u]
         if not running.any():
             break
-        live = rows[running]
-        mark[live, u[running]] = True
-        in_queue[live, u[running]] = False
+        lengths += running
+        extracted = running[:, None] & (nodes == u[:, None])  # [B, N]
+        mark = mark | extracted
+        in_queue = in_queue & ~extracted
         w = A[rows, u]  # [B, V]: edges out of u
         cand = w if prim else value[rows, u][:, None] + w
         relax = running[:, None] & (w != 0) & ~mark & (~in_queue | (cand < value))
         pi = np.where(relax, u[:, None], pi)
         value = np.where(relax, cand, value)
-        in_queue |= relax
-        rec.hint(active=running, pi_h=pi, mark=mark, in_queue=in_queue, u=u, **{value_name: value})
+        in_queue = in_queue | relax
+        hints.push(pi_h=pi, mark=mark, in_queue=in_queue, u=u, **{value_name: value})
+    hints.finish(lengths)
     rec.output(pi=pi)
     return rec.finish()
 
@@ -148,52 +207,55 @@ def floyd_warshall(A: np.ndarray):
     rec = Recorder("floyd_warshall", n, batch=B)
     rec.input(pos=positions(n, B), A=A, adj=graph_adjacency(A))
     D = np.array(A, copy=True)  # keeps A's dtype, so sums round as the reference's do
-    Pi = np.repeat(np.arange(n, dtype=np.int32)[None, :, None], n, axis=2)  # Pi[i, j] = i
-    Pi = np.ascontiguousarray(np.broadcast_to(Pi, (B, n, n)))
+    Pi = np.ascontiguousarray(np.broadcast_to(np.arange(n)[:, None], (B, n, n)))  # Pi[i, j] = i
     msk = (A + np.eye(n)) != 0  # [B, N, N]; the reference's `graph(A)` exactly (diagonal set)
+    hints = _StepHints(rec)
     for k in range(n):
-        rec.hint(Pi_h=Pi, D=D, msk=msk, k=np.full(B, k))
+        hints.push(Pi_h=Pi, D=D, msk=msk, k=np.full(B, k))
         through = msk[:, :, k, None] & msk[:, None, k, :]  # [B, I, J]: both legs i->k, k->j known
         cand = D[:, :, k, None] + D[:, None, k, :]
         better = through & (~msk | (cand < D))
         D = np.where(better, cand, D)
         Pi = np.where(better, Pi[:, None, k, :], Pi)
-        msk |= through
+        msk = msk | through
+    hints.finish(np.full(B, n))
     rec.output(Pi=Pi)
     return rec.finish()
 
 
 class KruskalPhase(enum.IntEnum):
-    """Classes of Kruskal's `phase` hint (graph categorical of 3)."""
+    """Classes of Kruskal's `phase` hint (graph categorical of 3). The phase of a step is also what
+    the sample does next, so it doubles as the state of the lockstep loop."""
 
-    UNION = 0  # the initial state and the step that joins (or not) the two trees
+    UNION = 0  # the initial state and the step that joins (or not) the two trees; next: take an edge
     FIND_U = 1  # a new edge (u, v), then each step up from u towards its root
     FIND_V = 2  # each step up from v towards its root
 
 
-class _KruskalState(enum.IntEnum):
-    """What a sample's next hint step does (the state of the lockstep loop)."""
-
-    NEXT_EDGE = 0
-    FIND_U = 1
-    FIND_V = 2
-
-
 def _sorted_edges(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each graph's edges i < j with A[i, j] > 0, in Kruskal's order: row-major, then a
-    (stable-or-not, as the reference's) argsort by weight. Returns heads, tails [B, E] and counts [B]."""
+    """Each graph's edges i < j with A[i, j] > 0 in Kruskal's order: listed row-major, then argsorted
+    by weight. Returns heads, tails [B, E] (zero past each count) and counts [B].
+
+    One stable sort by (graph, weight) orders every graph at once; it equals the reference's own
+    (not necessarily stable) argsort unless two edges of a graph weigh the same, and those graphs
+    are re-sorted with exactly the reference's call."""
     B = A.shape[0]
-    per_graph = []
-    for b in range(B):
-        i, j = np.nonzero(np.triu(A[b] > 0, k=1))  # row-major, as the reference's double loop
-        order = np.argsort(A[b][i, j])
-        per_graph.append((i[order], j[order]))
-    counts = np.array([len(i) for i, _ in per_graph], dtype=np.int64)
+    g, i, j = np.nonzero(np.triu(A > 0, k=1))  # C order: by graph, then row-major
+    w = A[g, i, j]
+    order = np.lexsort((w, g))  # stable: ties keep the row-major order
+    g, i, j, w = g[order], i[order], j[order], w[order]
+    counts = np.bincount(g, minlength=B)
+    start = np.cumsum(counts) - counts
+    slot = np.arange(len(g)) - start[g]
+    for b in np.unique(g[1:][(g[1:] == g[:-1]) & (w[1:] == w[:-1])]):
+        lo, hi = start[b], start[b] + counts[b]
+        bi, bj = np.nonzero(np.triu(A[b] > 0, k=1))
+        tie_order = np.argsort(A[b][bi, bj])
+        i[lo:hi], j[lo:hi] = bi[tie_order], bj[tie_order]
     width = max(1, int(counts.max()))
     heads = np.zeros((B, width), np.int64)
     tails = np.zeros((B, width), np.int64)
-    for b, (i, j) in enumerate(per_graph):
-        heads[b, : len(i)], tails[b, : len(j)] = i, j
+    heads[g, slot], tails[g, slot] = i, j
     return heads, tails, counts
 
 
@@ -204,60 +266,84 @@ def mst_kruskal(A: np.ndarray):
     Per edge (u, v) in weight order the reference records: one hint on taking the edge, one per
     step from u up to its root (every node passed so far re-pointed to the new ancestor), the same
     from v, and one for the union (the lower root is attached under the higher). Here each sample
-    runs that sequence as a small state machine, one hint per loop iteration for all samples."""
+    runs that sequence as a small state machine, one hint step per loop iteration for all samples;
+    a sample whose current root is already final falls through to the next stage in the same step.
+
+    The [N, N] hint `in_mst_h` only grows, so it is written once at the end from the step at which
+    each tree edge joined (at n = 64 a trajectory has ~300 steps, 6 MB per sample as float32)."""
     B, n, _ = A.shape
     rec = Recorder("mst_kruskal", n, batch=B)
-    rows = np.arange(B)
+    rows, nodes = np.arange(B), np.arange(n)
     rec.input(pos=positions(n, B), A=A, adj=graph_adjacency(A))
     heads, tails, counts = _sorted_edges(A)
-    pi = np.tile(np.arange(n), (B, 1))
-    in_mst = np.zeros((B, n, n), bool)
-    u, v = np.zeros(B, np.int64), np.zeros(B, np.int64)
-    root_u, root_v = np.zeros(B, np.int64), np.zeros(B, np.int64)
-    mask_u, mask_v = np.zeros((B, n), bool), np.zeros((B, n), bool)
-    phase = np.full(B, KruskalPhase.UNION)
-    rec.hint(in_mst_h=in_mst, pi=pi, u=u, v=v, root_u=root_u, root_v=root_v, mask_u=mask_u, mask_v=mask_v,
-             phase=phase)
-    state = np.full(B, _KruskalState.NEXT_EDGE)
+    union_, find_u, find_v = int(KruskalPhase.UNION), int(KruskalPhase.FIND_U), int(KruskalPhase.FIND_V)
+    pi = np.tile(nodes, (B, 1))
+    u = v = root_u = root_v = np.zeros(B, np.int64)
+    mask_u = mask_v = np.zeros((B, n), bool)
+    phase = np.full(B, union_)
+    hints = _StepHints(rec)
+    # The initial state: no edge taken yet, every probe index 0.
+    hints.push(pi=pi, u=u, v=v, root_u=root_u, root_v=root_v, mask_u=mask_u, mask_v=mask_v, phase=phase)
+    joined: list[tuple[np.ndarray, int, np.ndarray, np.ndarray]] = []  # (samples, step, u, v) per union step
     edge = np.zeros(B, np.int64)  # index of the current edge in each sample's sorted list
     running = counts > 0
+    lengths = np.ones(B, np.int64)
+    step = 0
     while running.any():
-        # Take a new edge.
-        new = running & (state == _KruskalState.NEXT_EDGE)
-        if new.any():
-            b = rows[new]
-            u[b], v[b] = heads[b, edge[b]], tails[b, edge[b]]
-            root_u[b], root_v[b] = u[b], v[b]
-            mask_u[b], mask_v[b] = False, False
-            mask_u[b, u[b]], mask_v[b, v[b]] = True, True
-            phase[b], state[b] = KruskalPhase.FIND_U, _KruskalState.FIND_U
-        # A sample whose current root is final falls through to the next stage in the same step.
+        step += 1
+        lengths += running
+        new = running & (phase == union_)
+        if new.any():  # take the next edge
+            e = np.minimum(edge, heads.shape[1] - 1)
+            u = np.where(new, heads[rows, e], u)
+            v = np.where(new, tails[rows, e], v)
+            root_u, root_v = np.where(new, u, root_u), np.where(new, v, root_v)
+            mask_u = np.where(new[:, None], nodes == u[:, None], mask_u)
+            mask_v = np.where(new[:, None], nodes == v[:, None], mask_v)
         busy = running & ~new
-        up_u = busy & (state == _KruskalState.FIND_U) & (pi[rows, root_u] != root_u)
-        state[busy & ~up_u & (state == _KruskalState.FIND_U)] = _KruskalState.FIND_V
-        up_v = busy & (state == _KruskalState.FIND_V) & (pi[rows, root_v] != root_v)
+        parent_u, parent_v = pi[rows, root_u], pi[rows, root_v]
+        up_u = busy & (phase == find_u) & (parent_u != root_u)
+        up_v = busy & ~up_u & (parent_v != root_v)
         union = busy & ~up_u & ~up_v
-        for up, root, mask, ph in ((up_u, root_u, mask_u, KruskalPhase.FIND_U),
-                                   (up_v, root_v, mask_v, KruskalPhase.FIND_V)):
-            if up.any():
-                b = rows[up]
-                root[b] = pi[b, root[b]]
-                pi[b] = np.where(mask[b], root[b, None], pi[b])  # compress the path walked so far
-                mask[b, root[b]] = True
-                phase[b] = ph
-        if union.any():
-            b = rows[union]
-            join = root_u[b] != root_v[b]
-            lo = np.minimum(root_u[b], root_v[b])
-            hi = np.maximum(root_u[b], root_v[b])
-            bj = b[join]
-            in_mst[bj, u[bj], v[bj]] = True
-            in_mst[bj, v[bj], u[bj]] = True
-            pi[bj, lo[join]] = hi[join]
-            phase[b], state[b] = KruskalPhase.UNION, _KruskalState.NEXT_EDGE
-            edge[b] += 1
-        rec.hint(active=running, in_mst_h=in_mst, pi=pi, u=u, v=v, root_u=root_u, root_v=root_v, mask_u=mask_u,
-                 mask_v=mask_v, phase=phase)
+        if up_u.any():  # one step up from u; every node passed so far points to the new ancestor
+            root_u = np.where(up_u, parent_u, root_u)
+            pi = np.where(up_u[:, None] & mask_u, root_u[:, None], pi)
+            mask_u = mask_u | (up_u[:, None] & (nodes == root_u[:, None]))
+        if up_v.any():
+            root_v = np.where(up_v, parent_v, root_v)
+            pi = np.where(up_v[:, None] & mask_v, root_v[:, None], pi)
+            mask_v = mask_v | (up_v[:, None] & (nodes == root_v[:, None]))
+        if union.any():  # the lower root goes under the higher one
+            join = union & (root_u != root_v)
+            joined.append((rows[join], step, u[join], v[join]))
+            low, high = np.minimum(root_u, root_v), np.maximum(root_u, root_v)
+            pi = np.where(join[:, None] & (nodes == low[:, None]), high[:, None], pi)
+            edge = edge + union
+        phase = np.where(new | up_u, find_u, np.where(up_v, find_v, union_))
+        hints.push(pi=pi, u=u, v=v, root_u=root_u, root_v=root_v, mask_u=mask_u, mask_v=mask_v, phase=phase)
         running &= edge < counts
+    in_mst_h, in_mst = _grown_tree(joined, lengths, step + 1, n)
+    hints.finish(lengths, in_mst_h=in_mst_h)
     rec.output(in_mst=in_mst)
     return rec.finish()
+
+
+def _grown_tree(joined: list[tuple[np.ndarray, int, np.ndarray, np.ndarray]], lengths: np.ndarray, T: int,
+                n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Kruskal's tree edges over time from the steps they joined at: `in_mst_h` [B, T, N, N] float32
+    (edge (u, v) set from its step to the sample's last) and the final `in_mst` [B, N, N] bool."""
+    B = len(lengths)
+    in_mst_h = np.zeros((B, T, n, n), np.float32)  # zero pages are only touched when written
+    in_mst = np.zeros((B, n, n), bool)
+    if joined:
+        b = np.concatenate([rows for rows, _, _, _ in joined])
+        t = np.concatenate([np.full(len(rows), step) for rows, step, _, _ in joined])
+        i = np.concatenate([u for _, _, u, _ in joined])
+        j = np.concatenate([v for _, _, _, v in joined])
+        in_mst[b, i, j] = in_mst[b, j, i] = True
+        span = lengths[b] - t  # steps from joining to the end
+        event = np.repeat(np.arange(len(b)), span)
+        tt = t[event] + np.arange(len(event)) - np.repeat(np.cumsum(span) - span, span)
+        bb, ii, jj = b[event], i[event], j[event]
+        in_mst_h[bb, tt, ii, jj] = in_mst_h[bb, tt, jj, ii] = 1.0
+    return in_mst_h, in_mst
