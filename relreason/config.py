@@ -194,7 +194,8 @@ def recipe_names() -> list[str]:
     return sorted(p.stem for p in RECIPE_DIR.glob("*.yaml"))
 
 
-def load_recipe(recipe: str) -> dict:
+def load_recipe(recipe: str, _seen: tuple[str, ...] = ()) -> dict:
+    """A recipe's config tree. `inherit: NAME` takes another recipe as the base of this one's diff."""
     path = find_recipe(recipe)
     try:
         data = yaml.safe_load(path.read_text()) or {}
@@ -202,7 +203,12 @@ def load_recipe(recipe: str) -> dict:
         raise RelreasonError(f"recipe {path} is not valid YAML: {str(e).splitlines()[0]}", "fix the file") from None
     if not isinstance(data, dict):
         raise RelreasonError(f"recipe {path} must be a mapping of sections", f"sections: {', '.join(SECTIONS)}")
-    return data
+    parent = data.pop("inherit", None)
+    if parent is None:
+        return data
+    if parent in _seen or parent == recipe:
+        raise RelreasonError(f"recipe {path} inherits from itself through {parent!r}", "break the cycle")
+    return merge(load_recipe(str(parent), _seen + (recipe,)), data)
 
 
 def parse_overrides(items: list[str]) -> dict:
@@ -236,13 +242,14 @@ def merge(*trees: dict) -> dict:
 
 def build_config(model_name: str, task: str, recipe: str | None = None, overrides: list[str] | dict | None = None,
                  base: dict | None = None) -> Config:
-    """Resolves defaults < recipe < overrides into a validated Config (all errors reported at once)."""
+    """Resolves defaults < the processor's and the task's own defaults < recipe < overrides into a
+    validated Config (all errors reported at once)."""
     from relreason.models.processors import PROCESSORS
     from relreason.tasks import TASKS
 
     entry = PROCESSORS.get(model_name)
-    TASKS.get(task)
-    tree = merge(base or {}, load_recipe(recipe) if recipe else {},
+    task_entry = TASKS.get(task)
+    tree = merge({"model": dict(entry.model_defaults)}, {k: dict(v) for k, v in task_entry.defaults.items()}, base or {}, load_recipe(recipe) if recipe else {},
                  overrides if isinstance(overrides, dict) else parse_overrides(overrides or []))
     errors: list[str] = []
     for section in tree:

@@ -9,9 +9,9 @@ Every registered CLRS algorithm is a task of the same name (its data comes from
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from relreason.data.algorithms import ALGORITHMS
 from relreason.data.specs import ALGORITHM_INFO, CORE8, Spec
@@ -31,6 +31,20 @@ class Task:
     # write(split, size, num, seed, out_dir, force) -> Path: `relreason generate`
     write: Callable[..., Path]
     lower_is_better: bool = False  # the task's headline score direction (relative loss: lower)
+    metric: str = "clrs"  # "clrs" (relreason.eval.metrics) or "relative_loss" (relreason.eval.relative)
+    # config the task needs unlike the CLRS defaults (e.g. lobsters: many processor iterations, no
+    # hints to set the step count); applied after the processor's defaults, before any recipe
+    defaults: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+
+    def scorer(self, spec: Spec):
+        """A fresh accumulator of this task's metric over the (prepared) spec."""
+        if self.metric == "relative_loss":
+            from relreason.eval.relative import RelativeLossScorer
+
+            return RelativeLossScorer(spec)
+        from relreason.eval.metrics import Scorer
+
+        return Scorer(spec)
 
 
 TASKS: Registry[Task] = Registry("task", "relreason list tasks")
@@ -85,7 +99,12 @@ def _lobster_task(name: str, weighted: bool) -> Task:
         save_dataset(path, ds)
         return ds
 
-    return Task(name, "lobster", LOBSTER_SPEC, load, write, lower_is_better=True)
+    defaults = {
+        "data": {"train_num": 2000},  # lobster training graphs (backbones 4..33)
+        "model": {"processor_steps": 10},  # no hints: one algorithm step of 10 processor iterations
+    }
+    return Task(name, "lobster", LOBSTER_SPEC, load, write, lower_is_better=True, metric="relative_loss",
+                defaults=defaults)
 
 
 TASKS.register("lobster", _lobster_task("lobster", weighted=False))

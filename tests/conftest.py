@@ -5,8 +5,13 @@ from __future__ import annotations
 import functools
 
 import pytest
+import torch
 
 from relreason.data import generate
+
+# Tests run tiny tensors on a shared 2-core machine: a second intra-op thread only adds
+# synchronisation, which under load makes model tests ~50x slower. One thread per test process.
+torch.set_num_threads(1)
 
 
 @functools.lru_cache(maxsize=None)

@@ -73,7 +73,7 @@ def train_cmd(
     err.print(f"run: {result.run_dir}  ({result.examples} examples, {result.seconds:.0f} s, "
               f"best validation {result.best_val:.4f} at {result.best_examples} examples)")
     out.print(rich_table(score_rows(result.test), ["feature", "score"],
-                         f"{model} on {task}: test (OOD n={cfg.data.test_size})"))
+                         f"{model} on {task}: test (OOD, n={result.test_size})"))
 
 
 @report_errors

@@ -14,6 +14,9 @@ Values are copied when recorded, so an algorithm may keep mutating its state. Fo
 readability, a mask_one may be given as its index (one axis fewer), a categorical as its class
 index, and pointers as any integer-valued array; `finish()` converts everything to the storage
 conventions of `relreason.data.trajectory`.
+
+An algorithm that builds whole trajectories in bulk records them with one `hint_sequence` call
+instead of `hint` calls (batch mode; unlike `hint`, it keeps the arrays it is given).
 """
 
 from __future__ import annotations

@@ -24,14 +24,15 @@ def trim(ds: Dataset) -> Dataset:
 
 @torch.no_grad()
 def evaluate_dataset(model, ds: Dataset, spec, model_cfg, device: torch.device, batch_size: int = 32,
-                     progress=None):
-    """Runs the model over `ds` in evaluation mode and returns the pooled Scores."""
+                     progress=None, scorer=None):
+    """Runs the model over `ds` in evaluation mode and returns the pooled Scores (the CLRS metric
+    unless a `scorer` accumulator is given, e.g. `task.scorer(spec)`)."""
     from relreason.eval.metrics import Scorer
     from relreason.models.batch import Batch
 
     was_training = model.training
     model.eval()
-    scorer = Scorer(spec)
+    scorer = scorer if scorer is not None else Scorer(spec)
     try:
         for part in batches(ds, batch_size):
             batch = Batch.from_dataset(part, model_cfg, spec, device)
@@ -80,6 +81,9 @@ def evaluate_checkpoint(target=None, *, ood: int | None = None, split: str | Non
     from relreason.train import checkpoint as ckpt
     from relreason.train.loop import build, resolve_device, scores_dict
 
+    from relreason.runtime import keep_freed_memory
+
+    keep_freed_memory()
     path = resolve_checkpoint(target, runs_dir)
     cfg = ckpt.load_config(path)
     if data_dir is not None:
@@ -97,6 +101,8 @@ def evaluate_checkpoint(target=None, *, ood: int | None = None, split: str | Non
     which = split or "test"
     size = ood if ood is not None else None
     ds = task.load(which, cfg.data, size=size, num=num, seed=seed)
-    scores = evaluate_dataset(model, ds, spec, cfg.model, dev, batch_size or cfg.train.eval_batch_size)
+    scores = evaluate_dataset(model, ds, spec, cfg.model, dev, batch_size or cfg.train.eval_batch_size,
+                              scorer=task.scorer(spec))
     return {"checkpoint": str(path), "model": cfg.model_name, "task": cfg.task, "split": ds.meta.get("split"),
-            "size": ds.n, "num": len(ds), **scores_dict(scores)}
+            "size": ds.n, "num": len(ds), "metric": task.metric, "lower_is_better": task.lower_is_better,
+            **scores_dict(scores)}

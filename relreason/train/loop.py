@@ -26,6 +26,7 @@ from relreason.config import Config
 from relreason.data.specs import spec_hash
 from relreason.errors import RelreasonError
 from relreason.eval.evaluate import evaluate_dataset, step_indices, trim
+from relreason.runtime import keep_freed_memory
 from relreason.tasks import TASKS
 from relreason.train import checkpoint as ckpt
 
@@ -40,6 +41,7 @@ class RunResult:
     test: dict = field(default_factory=dict)  # outputs, score, hints of the best checkpoint at the OOD size
     seconds: float = 0.0
     interrupted: bool = False
+    test_size: int = 0  # nodes of the OOD test graphs (padded size for variable-size tasks)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -77,6 +79,7 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
     from relreason.models.batch import Batch
 
     log = log or (lambda msg: print(msg, file=sys.stderr))
+    keep_freed_memory()
     t = cfg.train
     if t.threads:
         torch.set_num_threads(t.threads)
@@ -99,7 +102,7 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
     task, spec, model = build(cfg, device)
     train_ds = task.load("train", cfg.data)
     val_ds = task.load("val", cfg.data)
-    opt = torch.optim.Adam(model.parameters(), lr=t.lr)
+    opt = torch.optim.Adam(model.parameters(), lr=t.lr, foreach=True)
     shash = spec_hash(task.spec)
     extra = {"task": cfg.task, "model": cfg.model_name, "command": command}
 
@@ -119,7 +122,7 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
                              dict(state) if with_optimizer else None)
 
     def validate() -> float:
-        scores = evaluate_dataset(model, val_ds, spec, cfg.model, device, t.eval_batch_size)
+        scores = evaluate_dataset(model, val_ds, spec, cfg.model, device, t.eval_batch_size, scorer=task.scorer(spec))
         rec = {"event": "val", "step": state["step"], "examples": state["examples"], "loss": state["last_loss"],
                **scores_dict(scores), "time": round(state["seconds"], 2)}
         improved = state["best_val"] is None or (scores.score < state["best_val"] if task.lower_is_better
@@ -155,7 +158,7 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
                                      "lower train.lr or train.grad_clip")
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip, foreach=True)
             opt.step()
             state["step"] += 1
             state["examples"] += t.batch_size
@@ -182,8 +185,9 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
         return result
     ckpt.load_weights(best_dir, model)
     test_ds = task.load("test", cfg.data)
-    test = evaluate_dataset(model, test_ds, spec, cfg.model, device, t.eval_batch_size)
+    test = evaluate_dataset(model, test_ds, spec, cfg.model, device, t.eval_batch_size, scorer=task.scorer(spec))
     result.test = scores_dict(test)
+    result.test_size = test_ds.n
     _append(run_dir / "metrics.jsonl", {"event": "test", "size": test_ds.n, "num": len(test_ds),
                                         "best_examples": state["best_examples"], **result.test})
     summary = {"relreason": __version__, "model": cfg.model_name, "task": cfg.task, "seed": t.seed,

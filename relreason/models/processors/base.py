@@ -32,8 +32,8 @@ against it before anything is built:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
 
 import torch
 from torch import nn
@@ -53,6 +53,14 @@ class Processor(nn.Module):
 
     edge_dim: int = 0
     carry_edge: bool = False
+    # Decoders push node-pointer (inf_bias) and edge (inf_bias_edge) logits outside the adjacency
+    # below all others, as the reference does for PGN-masked (the only processor setting them).
+    inf_bias: bool = False
+    inf_bias_edge: bool = False
+    # True: `edge_in` may arrive as a relreason.models.encoders.EdgeInput (raw columns + the encoders'
+    # linear map, `.dense()` / `.project(W, b)`), so a first linear layer on it can be folded into
+    # the small map instead of running on (B, N, N, H). False (default): always the dense tensor.
+    factored_edges: bool = False
 
     def __init__(self, cfg, hidden: int):
         super().__init__()
@@ -77,6 +85,9 @@ class ProcessorEntry:
     cls: type[Processor]
     config: type  # a dataclass whose defaults are the paper's settings
     description: str
+    # `model:` options this processor's paper sets differently from the CLRS defaults (e.g. the RT
+    # decodes pointers from edges); applied before any recipe, so every recipe starts from them.
+    model_defaults: Mapping[str, object] = field(default_factory=dict)
 
     def build(self, cfg, hidden: int) -> Processor:
         return self.cls(cfg, hidden)
@@ -85,9 +96,10 @@ class ProcessorEntry:
 PROCESSORS: Registry[ProcessorEntry] = Registry("model", "relreason list models")
 
 
-def register_processor(name: str, config: type, description: str) -> Callable[[type[Processor]], type[Processor]]:
+def register_processor(name: str, config: type, description: str, model_defaults: Mapping[str, object] | None = None
+                       ) -> Callable[[type[Processor]], type[Processor]]:
     def add(cls: type[Processor]) -> type[Processor]:
-        PROCESSORS.register(name, ProcessorEntry(name, cls, config, description))
+        PROCESSORS.register(name, ProcessorEntry(name, cls, config, description, dict(model_defaults or {})))
         return cls
 
     return add

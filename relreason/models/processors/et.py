@@ -215,7 +215,8 @@ class EdgeTransformerLayer(nn.Module):
         return e + self.dropout(self.ffn_out(self.dropout(F.relu(self.ffn_in(e)))))
 
 
-@register_processor("et", ETConfig, "Edge Transformer: triangular attention over node pairs (Bergen et al. 2021)")
+@register_processor("et", ETConfig, "Edge Transformer: triangular attention over node pairs (Bergen et al. 2021)",
+                    model_defaults={"pointer_decoding": "edge"})  # pointers read the pair state e_ij, its own output
 class EdgeTransformer(Processor):
     def __init__(self, cfg: ETConfig, hidden: int):
         super().__init__(cfg, hidden)

@@ -1,0 +1,160 @@
+"""The CLRS-30 metric (google-deepmind/clrs `evaluation.py`), accumulated over a whole split.
+
+Per output feature: pointer, mask_one and categorical score the accuracy of the predicted index
+(per node for pointers: the pointed-to index against the true index, never element by element over
+one-hot rows); mask scores F1 pooled over every element (threshold 0.5); scalar scores the mean
+squared error. Targets equal to -1 are ignored, and so are padded nodes. A permutation pointer is
+scored as the plain pointer it stands for (its `_mask` marks the node that points to itself). The
+algorithm's score is the unweighted mean over its output features, each pooled over the split.
+
+Hints are scored per step s (prediction s against hints[s + 1], samples still running), then
+averaged over steps weighted by the number of samples running, as the reference's `evaluate_hints`.
+
+    scorer = Scorer(batch.spec)
+    for batch in split:
+        scorer.update(net.predict(net(batch, train=False)), batch)
+    scores = scorer.result()   # Scores(outputs={"pi": 0.97}, score=0.97, hints={...})
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from relreason.data.specs import Feature, Spec, Stage, Type
+from relreason.models.batch import Batch, permutation_mask_of
+from relreason.models.decoders import fuse_permutation
+from relreason.models.losses import element_mask
+
+_COUNTS = {  # the sufficient statistics kept per type
+    Type.POINTER: ("correct", "total"),
+    Type.MASK_ONE: ("correct", "total"),
+    Type.CATEGORICAL: ("correct", "total"),
+    Type.MASK: ("tp", "fp", "fn"),
+    Type.SCALAR: ("sse", "count"),
+}
+
+
+@dataclass
+class Scores:
+    """Per-feature scores of a split; `score` is the benchmark number (mean over outputs)."""
+
+    outputs: dict[str, float]
+    score: float
+    hints: dict[str, float] = field(default_factory=dict)
+
+
+def _kind(f: Feature) -> Type:
+    """The type a feature is scored as (permutation pointers as the pointers they fuse into)."""
+    return Type.POINTER if f.type in (Type.PERMUTATION_POINTER, Type.SHOULD_BE_PERMUTATION) else f.type
+
+
+def f1(tp: float, fp: float, fn: float) -> float:
+    """F1 with the reference's conventions: precision/recall 1 when undefined, F1 0 when both are 0."""
+    precision = tp / (tp + fp) if tp + fp > 0 else 1.0
+    recall = tp / (tp + fn) if tp + fn > 0 else 1.0
+    return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+
+
+def _finish(kind: Type, s: dict[str, float]) -> float | None:
+    """A score from accumulated statistics (None when nothing was scored)."""
+    if kind is Type.MASK:
+        return f1(s["tp"], s["fp"], s["fn"]) if s["seen"] > 0 else None
+    num, den = (s["sse"], s["count"]) if kind is Type.SCALAR else (s["correct"], s["total"])
+    return num / den if den > 0 else None
+
+
+def _stats(f: Feature, pred: torch.Tensor, truth: torch.Tensor, valid: torch.Tensor,
+           keep_time: bool) -> dict[str, torch.Tensor]:
+    """Sufficient statistics summed over everything except the time axis (axis 1) when `keep_time`."""
+    kind = _kind(f)
+
+    def total(x: torch.Tensor) -> torch.Tensor:
+        x = x.double()
+        return x.transpose(0, 1).flatten(1).sum(-1) if keep_time else x.sum()  # (S,) or ()
+
+    if kind is Type.POINTER:
+        ok = valid & (truth >= 0)
+        return {"correct": total((pred == truth) & ok), "total": total(ok)}
+    if kind in (Type.MASK_ONE, Type.CATEGORICAL):
+        ok = valid & (truth != -1).all(-1)
+        return {"correct": total((pred.argmax(-1) == truth.argmax(-1)) & ok), "total": total(ok)}
+    if kind is Type.MASK:
+        ok = valid & (truth != -1)
+        p, t = pred > 0.5, truth > 0.5
+        return {"tp": total(p & t & ok), "fp": total(p & (truth < 0.5) & ok), "fn": total((pred < 0.5) & t & ok),
+                "seen": total(ok)}
+    err = torch.where(valid, (pred.double() - truth.double()) ** 2, 0.0)
+    return {"sse": total(err), "count": total(valid)}
+
+
+class Scorer:
+    """Accumulates predictions against a batch's truth over many batches (see the module docstring)."""
+
+    def __init__(self, spec: Spec):
+        self.spec = spec
+        scored = [f for f in spec.values() if not permutation_mask_of(spec, f.name)]
+        self.output_features = [f for f in scored if f.stage is Stage.OUTPUT]
+        self.hint_features = [f for f in scored if f.stage is Stage.HINT]
+        self._outputs: dict[str, dict[str, float]] = {f.name: {} for f in self.output_features}
+        self._hints: dict[str, dict[str, np.ndarray]] = {f.name: {} for f in self.hint_features}
+        self._running: np.ndarray = np.zeros(0)  # samples running at each hint step
+
+    def _truth(self, store: dict[str, torch.Tensor], f: Feature) -> torch.Tensor:
+        truth = store[f.name]
+        if f.type is Type.PERMUTATION_POINTER:
+            truth = fuse_permutation(truth, store[f.name + "_mask"])
+        return truth
+
+    def update(self, preds: dict[str, torch.Tensor], batch: Batch) -> None:
+        """Adds one batch. `preds` as `Net.predict` returns them; hints are scored if present."""
+        every = torch.ones(batch.size, dtype=torch.bool, device=batch.device)
+        for f in self.output_features:
+            valid = element_mask(f, every, batch.node_mask)
+            stats = _stats(f, preds[f.name], self._truth(batch.outputs, f), valid, keep_time=False)
+            acc = self._outputs[f.name]
+            for k, v in stats.items():
+                acc[k] = acc.get(k, 0.0) + float(v)
+        hint_feats = [f for f in self.hint_features if f.name in preds]
+        if not hint_feats:
+            return
+        steps = min(preds[hint_feats[0].name].shape[1], batch.max_length - 1)
+        running = batch.lengths[:, None] > torch.arange(1, steps + 1, device=batch.device)[None, :]  # (B, steps)
+        self._running = _add(self._running, running.sum(0).cpu().numpy().astype(np.float64))
+        truths = {k: v[:, 1:steps + 1] for k, v in batch.hints.items()}
+        for f in hint_feats:
+            valid = element_mask(f, running, batch.node_mask)
+            stats = _stats(f, preds[f.name][:, :steps], self._truth(truths, f), valid, keep_time=True)
+            acc = self._hints[f.name]
+            for k, v in stats.items():
+                acc[k] = _add(acc.get(k, np.zeros(0)), v.cpu().numpy())
+
+    def result(self) -> Scores:
+        outputs = {}
+        for f in self.output_features:
+            value = _finish(_kind(f), self._outputs[f.name]) if self._outputs[f.name] else None
+            outputs[f.name] = float("nan") if value is None else value
+        score = float(np.mean(list(outputs.values()))) if outputs else float("nan")
+        hints = {}
+        for f in self.hint_features:
+            acc = self._hints[f.name]
+            if not acc:
+                continue
+            total_weight, weighted = 0.0, 0.0
+            for t, weight in enumerate(self._running):
+                value = _finish(_kind(f), {k: v[t] for k, v in acc.items()}) if weight > 0 else None
+                if value is not None:
+                    weighted += value * weight
+                    total_weight += weight
+            hints[f.name] = float(weighted / total_weight) if total_weight > 0 else float("nan")
+        return Scores(outputs, score, hints)
+
+
+def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise sum of two per-step vectors of possibly different lengths."""
+    out = np.zeros(max(len(a), len(b)))
+    out[: len(a)] += a
+    out[: len(b)] += b
+    return out

@@ -1,0 +1,89 @@
+"""The network's options (everything except the processor's own architecture), with the reference's defaults.
+
+`ModelConfig` is the `model:` section of a recipe. Enums are str-valued so YAML strings map onto
+them directly (`ModelConfig(hint_mode="decoded_only")` is accepted and normalized). Defaults are
+those of the CLRS reference run (google-deepmind/clrs `examples/run.py`, `baselines.py`).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from relreason.errors import RelreasonError
+
+
+class HintMode(str, enum.Enum):
+    """How hints enter the model (CLRS `--hint_mode`)."""
+
+    ENCODED_DECODED = "encoded_decoded"  # hints are fed back in and predicted (the benchmark's default task)
+    DECODED_ONLY = "decoded_only"  # hints are only prediction targets (an auxiliary loss)
+    NONE = "none"  # hints are ignored: inputs -> outputs after T-1 steps
+
+    @property
+    def encode(self) -> bool:
+        return self is HintMode.ENCODED_DECODED
+
+    @property
+    def decode(self) -> bool:
+        return self is not HintMode.NONE
+
+
+class RepredMode(str, enum.Enum):
+    """How a predicted hint is turned back into an input for the next step."""
+
+    SOFT = "soft"  # softmax / sigmoid: gradients flow through the fed-back hints
+    HARD = "hard"  # argmax / threshold: no gradient through fed-back hints
+    HARD_ON_EVAL = "hard_on_eval"  # soft while training, hard in evaluation
+
+
+class PointerDecoding(str, enum.Enum):
+    """Where node pointers are decoded from."""
+
+    NODE = "node"  # logit[i, j] = w . max(W1 h_i, W2 h_j + W3 e_ji) (CLRS)
+    EDGE = "edge"  # logit[i, j] = linear([e_ij, previous edge state, new edge state]) (Relational Transformer)
+
+
+class EncoderInit(str, enum.Enum):
+    """Initialisation of the input/hint encoders (CLRS `--encoder_init`)."""
+
+    DEFAULT = "default"  # truncated normal, std 1/sqrt(fan_in) (Haiku's Linear default) everywhere
+    XAVIER_ON_SCALARS = "xavier_on_scalars"  # as DEFAULT, but scalar hints get std 1/sqrt(hidden)
+
+
+@dataclass
+class ModelConfig:
+    """Encode-process-decode options shared by every processor."""
+
+    hidden: int = 128  # H: encoder/decoder width; CLRS run.py --hidden_size 128
+    hint_mode: HintMode = HintMode.ENCODED_DECODED  # the benchmark's task definition (run.py default)
+    teacher_forcing: float = 0.0  # P(ground-truth hint fed in place of the prediction) in training; run.py 0.0
+    hint_repred: RepredMode = RepredMode.SOFT  # run.py --hint_repred_mode soft
+    enforce_permutations: bool = True  # sorting `pred` as permutation pointer + Sinkhorn; run.py True
+    random_pos: bool = True  # randomized sorted `pos` in training batches; run.py --random_pos True
+    pred_as_input: bool = True  # constant `pred_h` hint becomes a `pred` input; run.py --enforce_pred_as_input
+    pointer_decoding: PointerDecoding = PointerDecoding.NODE  # CLRS decodes pointers from node pairs
+    processor_steps: int = 1  # message-passing steps per algorithm step; run.py --nb_msg_passing_steps 1
+    encoder_init: EncoderInit = EncoderInit.XAVIER_ON_SCALARS  # run.py --encoder_init default
+    dropout: float = 0.0  # dropout on the new hidden state in training; run.py --dropout_prob 0.0
+
+    def __post_init__(self) -> None:
+        # YAML and `--set` give strings: normalize them to the enums (and reject unknown values).
+        for name, kind in (("hint_mode", HintMode), ("hint_repred", RepredMode),
+                           ("pointer_decoding", PointerDecoding), ("encoder_init", EncoderInit)):
+            value = getattr(self, name)
+            if not isinstance(value, kind):
+                try:
+                    setattr(self, name, kind(value))
+                except ValueError:
+                    choices = ", ".join(m.value for m in kind)
+                    raise RelreasonError(f"model.{name}: unknown value {value!r}", f"use one of: {choices}") from None
+        if self.hidden < 1:
+            raise RelreasonError(f"model.hidden must be positive, got {self.hidden}", "use e.g. 128")
+        if not 0.0 <= self.teacher_forcing <= 1.0:
+            raise RelreasonError(f"model.teacher_forcing must be in [0, 1], got {self.teacher_forcing}",
+                                 "0 feeds back predictions, 1 always feeds ground-truth hints")
+        if self.processor_steps < 1:
+            raise RelreasonError(f"model.processor_steps must be >= 1, got {self.processor_steps}", "use 1")
+        if not 0.0 <= self.dropout < 1.0:
+            raise RelreasonError(f"model.dropout must be in [0, 1), got {self.dropout}", "use 0.0 to disable")

@@ -1,0 +1,341 @@
+"""Decoders: raw predictions per output/hint feature, dispatched on (location, type), and their post-processing.
+
+Decoders read h = [node features, previous hidden, new hidden] (B, N, H + 2D) and the edge
+features e = [encoded edge features, new edge state] (B, N, N, H + E), as in the reference
+(google-deepmind/clrs `decoders.py`):
+- node scalar / mask / mask_one: linear to 1 (mask_one: softmax over nodes); categorical: linear to C;
+- node pointer: logit[i, j] = w . max(W1 h_i, W2 h_j + W3 e_ji), softmax over j; with
+  `pointer_decoding: edge`, logit[i, j] = linear([e_ij, previous edge state, new edge state]);
+- permutation pointer: the pointer logits through log-Sinkhorn (10 steps, temperature 0.1, diagonal
+  masked, Gumbel noise in training);
+- edge features: d0(h_i) + d1(h_j) + d2(e_ij); edge pointers: w . max(that, d3(h_k)) over k;
+- graph features: d0(max_i h_i) + d1(g); graph pointers add d2(h_k) per node k.
+Logits of padded nodes are masked (a padded node is never pointed to nor chosen), so predictions of
+real nodes do not depend on padding.
+
+Post-processing turns raw predictions into values: `feedback` (the hint fed to the next step, soft
+or hard) and `harden` (the storage convention, for metrics).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from relreason.data.specs import Feature, Location, Type
+from relreason.models.config import PointerDecoding
+from relreason.models.encoders import PTR, EdgeInput, check_supported, linear, one_hot
+
+SINKHORN_STEPS = 10  # decoder's log-Sinkhorn iterations (reference decoders.py)
+SINKHORN_TEMPERATURE = 0.1  # reference decoders.py / postprocess
+FEEDBACK_SINKHORN_STEPS = 25  # extra iterations when a permutation hint is fed back (reference nets.py)
+PREDICT_SINKHORN_STEPS = 50  # extra iterations before the argmax at prediction time (reference baselines.py)
+NEG = -1e9  # logit of a masked choice: finite, so masked rows never produce NaNs
+DIAGONAL_PENALTY = 1e6  # reference: zero_diagonal subtracts 1e6 after the temperature
+
+
+def node_mask_like(node_mask: torch.Tensor, x: torch.Tensor, trailing: int) -> torch.Tensor:
+    """node_mask (B, N) reshaped to broadcast against x whose node axis is followed by `trailing` axes."""
+    B, n = node_mask.shape
+    return node_mask.view(B, *([1] * (x.dim() - 2 - trailing)), n, *([1] * trailing))
+
+
+def log_sinkhorn(x: torch.Tensor, steps: int, temperature: float, node_mask: torch.Tensor,
+                 noise: torch.Tensor | None = None) -> torch.Tensor:
+    """Log-space Sinkhorn of (B, ..., N, N) logits: log of a doubly stochastic matrix over the real nodes.
+
+    The diagonal of real nodes is pushed to -1e6 (a permutation pointer never points to itself);
+    padded nodes are fixed to point to themselves, so they take no mass from real nodes."""
+    if noise is not None:
+        x = x + noise
+    x = x / temperature
+    n = x.shape[-1]
+    eye = torch.eye(n, dtype=torch.bool, device=x.device)
+    row = node_mask_like(node_mask, x, 1)  # (B, .., N, 1)
+    col = node_mask_like(node_mask, x, 0)  # (B, .., 1, N)
+    real = row & col
+    x = torch.where(real & eye, x - DIAGONAL_PENALTY, x)
+    x = torch.where(real, x, torch.where(eye & ~row, 0.0, NEG))  # padded block: identity
+    for _ in range(steps):
+        x = torch.log_softmax(x, dim=-1)
+        x = torch.log_softmax(x, dim=-2)
+    return x
+
+
+class _PointerLogits(torch.autograd.Function):
+    """logit[b, i, j] = w . max(p1[b, i], q[b, i, j]) + bw with q = p2[b, j] + raw_t[b, i, j] @ wc (+ extra[b, i, j]):
+    the node-pointer decoder's (B, N, N, H) core, as w . p1 + w . relu(q - p1).
+
+    The same value and gradient as autograd over broadcast adds, torch.maximum and nn.Linear (ties send
+    the gradient to p1), with one (B, N, N, H) buffer per direction and no bool masks, which dominate
+    the cost on CPU.
+
+    Args: p1, p2 (B, N, H); raw_t (B, N, N, F); wc (F, H); extra (B, N, N, H) or None; w (H,); bw (1,).
+    """
+
+    @staticmethod
+    def forward(ctx, p1: torch.Tensor, p2: torch.Tensor, raw_t: torch.Tensor, wc: torch.Tensor,
+                extra: torch.Tensor | None, w: torch.Tensor, bw: torch.Tensor) -> torch.Tensor:
+        B, n, _, F = raw_t.shape
+        H = p1.shape[-1]
+        d = p2.unsqueeze(1) - p1.unsqueeze(2)  # (B, N, N, H): [i, j] = p2_j - p1_i
+        if extra is not None:
+            d.add_(extra)
+        d2 = d.view(-1, H)
+        raw2 = raw_t.reshape(B * n * n, F)
+        if F:
+            d2.addmm_(raw2, wc)
+        d2.relu_()
+        logits = (d2 @ w).view(B, n, n) + (p1 @ w + bw).unsqueeze(-1)
+        ctx.save_for_backward(d2, p1, raw2, wc, w)
+        ctx.raw_shape = raw_t.shape
+        return logits
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g: torch.Tensor):
+        r2, p1, raw2, wc, w = ctx.saved_tensors
+        B, n, _ = g.shape
+        H = w.shape[0]
+        g_flat = g.reshape(-1)
+        g_row = g.sum(-1)  # (B, N)
+        gd = torch.outer(g_flat, w)  # (R, H)
+        gd = torch.ops.aten.threshold_backward.grad_input(gd, r2, 0.0, grad_input=gd)  # in place
+        gd4 = gd.view(B, n, n, H)
+        need = ctx.needs_input_grad
+        grad_p1 = w * g_row.unsqueeze(-1) - gd4.sum(2) if need[0] else None
+        grad_p2 = gd4.sum(1) if need[1] else None
+        grad_raw = (gd @ wc.t()).view(ctx.raw_shape) if need[2] and raw2.shape[1] else None
+        grad_wc = raw2.t() @ gd if need[3] else None
+        grad_extra = gd4 if need[4] else None
+        grad_w = r2.t() @ g_flat + p1.reshape(-1, H).t() @ g_row.reshape(-1) if need[5] else None
+        grad_bw = g.sum().reshape(1) if need[6] else None
+        return grad_p1, grad_p2, grad_raw, grad_wc, grad_extra, grad_w, grad_bw
+
+
+def pointer_logits(p1: torch.Tensor, p2: torch.Tensor, edge: EdgeInput, w3: nn.Linear, out: nn.Linear,
+                   edge_state: torch.Tensor | None = None) -> torch.Tensor:
+    """(B, N, N) logits: [i, j] = out(max(p1_i, p2_j + w3([e_ji, edge_state_ji]))) for node features p1, p2
+    (B, N, H), factored encoded edges and an optional edge state (B, N, N, E)."""
+    h = edge.width
+    w3a = w3.weight[:, :h]
+    wc = edge.weight @ w3a.t()  # (F, H): w3 folded into the encoders' map
+    bias = edge.bias @ w3a.t() + w3.bias
+    extra = None
+    if edge_state is not None:
+        extra = torch.matmul(edge_state, w3.weight[:, h:].t()).transpose(1, 2)  # [i, j] from e_ji
+    return _PointerLogits.apply(p1, p2 + bias, edge.raw.transpose(1, 2), wc, extra, out.weight[0], out.bias)
+
+
+EDGE_POINTER_CHUNK = 1 << 24  # elements of the (B, c, N, N, H) slab evaluated at a time without autograd
+
+
+def edge_pointer_logits(pred: torch.Tensor, target: torch.Tensor, out: nn.Linear) -> torch.Tensor:
+    """logit[b, i, j, k] = out(max(pred[b, i, j], target[b, k])) for pred (B, N, N, H), target (B, N, H).
+
+    The (B, N, N, N, H) intermediate is 4 GB at batch 32, n 64, H 128: without autograd (evaluation)
+    it is built a slab of rows i at a time. Written as w . target + w . relu(pred - target)."""
+    w = out.weight[0]
+    base = (target @ w + out.bias)[:, None, None, :]  # (B, 1, 1, N)
+    B, n, _, H = pred.shape
+    if torch.is_grad_enabled():
+        return torch.relu(pred[:, :, :, None, :] - target[:, None, None, :, :]) @ w + base
+    step = max(1, EDGE_POINTER_CHUNK // max(1, B * n * n * H))
+    parts = [torch.relu_(pred[:, i:i + step, :, None, :] - target[:, None, None, :, :]) @ w for i in range(0, n, step)]
+    return torch.cat(parts, 1) + base
+
+
+def uniform(shape, device: torch.device, generator: torch.Generator | None) -> torch.Tensor:
+    """U[0, 1) draws on `device` from an explicit generator (which may live on another device, e.g. CPU)."""
+    where = generator.device if generator is not None else device
+    return torch.rand(shape, generator=generator, device=where).to(device)
+
+
+def gumbel(shape: torch.Size, device: torch.device, generator: torch.Generator | None) -> torch.Tensor:
+    u = uniform(shape, device, generator)
+    return -torch.log(-torch.log(u + 1e-12) + 1e-12)
+
+
+@dataclass
+class DecodeContext:
+    """Everything a decoder reads at one step."""
+
+    h: torch.Tensor  # (B, N, H + 2D): node features, previous hidden, new hidden
+    edge: EdgeInput  # factored encoded edge features (B, N, N, H)
+    edge_state: torch.Tensor | None  # (B, N, N, E) new edge state, or None
+    prev_edge: torch.Tensor | None  # (B, N, N, E) previous (carried) edge state, or None
+    graph: torch.Tensor  # (B, H) encoded graph features
+    adj: torch.Tensor  # (B, N, N) bool
+    node_mask: torch.Tensor  # (B, N) bool
+
+    def select(self, rows: torch.Tensor) -> "DecodeContext":
+        """The samples `rows` only."""
+        pick = lambda x: None if x is None else x.index_select(0, rows)  # noqa: E731
+        edge = EdgeInput(pick(self.edge.raw), self.edge.weight, self.edge.bias)
+        return DecodeContext(pick(self.h), edge, pick(self.edge_state), pick(self.prev_edge), pick(self.graph),
+                             pick(self.adj), pick(self.node_mask))
+
+
+class FeatureDecoder(nn.Module):
+    """The decoder of one feature (parameters named as the reference's d0, d1, ...)."""
+
+    def __init__(self, f: Feature, hidden: int, node_dim: int, edge_dim: int, pointer_decoding: PointerDecoding,
+                 carry_edge: bool, inf_bias: bool = False, inf_bias_edge: bool = False):
+        super().__init__()
+        check_supported(f)
+        self.feature = f
+        self.hidden, self.edge_dim = hidden, edge_dim
+        self.inf_bias, self.inf_bias_edge = inf_bias, inf_bias_edge
+        hn = hidden + 2 * node_dim  # width of h
+        he = hidden + edge_dim  # width of e
+        k = f.num_classes if f.type is Type.CATEGORICAL else 1
+        self.from_edges = f.location is Location.NODE and f.type in PTR and pointer_decoding is PointerDecoding.EDGE
+        if self.from_edges:
+            if edge_dim == 0:
+                raise ValueError("pointer_decoding 'edge' needs a processor with an edge state")
+            self.carry_edge = carry_edge
+            self.d = nn.ModuleList([linear(he + (edge_dim if carry_edge else 0), 1)])
+        elif f.location is Location.NODE:
+            if f.type in PTR:
+                self.d = nn.ModuleList([linear(hn, hidden), linear(hn, hidden), linear(he, hidden), linear(hidden, 1)])
+            else:
+                self.d = nn.ModuleList([linear(hn, k)])
+        elif f.location is Location.EDGE:
+            if f.type is Type.POINTER:
+                self.d = nn.ModuleList([linear(hn, hidden), linear(hn, hidden), linear(he, hidden),
+                                        linear(hn, hidden), linear(hidden, 1)])
+            else:
+                self.d = nn.ModuleList([linear(hn, k), linear(hn, k), linear(he, k)])
+        else:
+            self.d = nn.ModuleList([linear(hn, k), linear(hidden, k)] + ([linear(hn, 1)] if f.type is Type.POINTER else []))
+
+    def _edge_linear(self, layer: nn.Linear, ctx: DecodeContext) -> torch.Tensor:
+        """layer([e_ij, edge state_ij]) as (B, N, N, K)."""
+        out = ctx.edge.project(layer.weight[:, :self.hidden], layer.bias)
+        if self.edge_dim:
+            out = out + torch.matmul(ctx.edge_state, layer.weight[:, self.hidden:].t())
+        return out
+
+    def forward(self, ctx: DecodeContext, train: bool, generator: torch.Generator | None) -> torch.Tensor:
+        f, d = self.feature, self.d
+        if f.location is Location.NODE:
+            if f.type not in PTR:
+                out = d[0](ctx.h)  # (B, N, k)
+                if f.type is Type.CATEGORICAL:
+                    return out
+                out = out.squeeze(-1)
+                return out.masked_fill(~ctx.node_mask, NEG) if f.type is Type.MASK_ONE else out
+            logits = self._node_pointer(ctx)  # (B, N, N)
+            if f.type is Type.PERMUTATION_POINTER:
+                noise = gumbel(logits.shape, logits.device, generator) if train else None
+                logits = log_sinkhorn(logits, SINKHORN_STEPS, SINKHORN_TEMPERATURE, ctx.node_mask, noise)
+            return logits
+        if f.location is Location.EDGE:
+            pred = d[0](ctx.h)[:, :, None] + d[1](ctx.h)[:, None, :] + self._edge_linear(d[2], ctx)  # (B, N, N, k)
+            if f.type is Type.POINTER:
+                logits = edge_pointer_logits(pred, d[3](ctx.h), d[4])  # (B, N, N, N)
+                return logits.masked_fill(~ctx.node_mask[:, None, None, :], NEG)
+            if f.type is Type.CATEGORICAL:
+                return pred
+            pred = pred.squeeze(-1)
+            if self.inf_bias_edge and f.type is Type.MASK:
+                pred = _inf_bias(pred, ctx.adj)
+            return pred
+        # graph
+        gr = ctx.h.masked_fill(~ctx.node_mask[..., None], NEG).amax(1)  # (B, H + 2D) over real nodes
+        pred = d[0](gr) + d[1](ctx.graph)  # (B, k)
+        if f.type is Type.POINTER:
+            logits = pred + d[2](ctx.h).squeeze(-1)  # (B, N)
+            return logits.masked_fill(~ctx.node_mask, NEG)
+        return pred if f.type is Type.CATEGORICAL else pred.squeeze(-1)
+
+    def _node_pointer(self, ctx: DecodeContext) -> torch.Tensor:
+        """(B, N, N) logits: row i is node i's distribution over the node j it points to."""
+        if self.from_edges:
+            layer = self.d[0]
+            h = self.hidden
+            logits = ctx.edge.project(layer.weight[:, :h], layer.bias)
+            rest = [ctx.prev_edge] if self.carry_edge else []
+            rest.append(ctx.edge_state)
+            logits = logits + torch.matmul(torch.cat(rest, -1), layer.weight[:, h:].t())
+            logits = logits.squeeze(-1)
+        else:
+            d = self.d
+            # (B, N, N): w . max(W1 h_i, W2 h_j + W3 e_ji), e = [encoded edges, new edge state]
+            w12 = torch.cat([d[0].weight, d[1].weight])  # both read h: one matmul
+            p1, p2 = F.linear(ctx.h, w12, torch.cat([d[0].bias, d[1].bias])).split(self.hidden, -1)
+            logits = pointer_logits(p1, p2, ctx.edge, d[2], d[3], ctx.edge_state if self.edge_dim else None)
+        if self.inf_bias:
+            logits = _inf_bias(logits, ctx.adj)
+        return logits.masked_fill(~ctx.node_mask[:, None, :], NEG)
+
+
+def _inf_bias(preds: torch.Tensor, adj: torch.Tensor) -> torch.Tensor:
+    """Reference `inf_bias` (masked PGN): choices outside the adjacency go below every allowed logit."""
+    floor = preds.flatten(1).amin(1).view(-1, *([1] * (preds.dim() - 1)))
+    return torch.where(adj, preds, torch.clamp(floor - 1.0, max=-1.0))
+
+
+class Decoders(nn.Module):
+    """One FeatureDecoder per feature; `forward` returns raw predictions by name."""
+
+    def __init__(self, features: list[Feature], hidden: int, node_dim: int, edge_dim: int,
+                 pointer_decoding: PointerDecoding, carry_edge: bool, inf_bias: bool = False,
+                 inf_bias_edge: bool = False):
+        super().__init__()
+        self.decoders = nn.ModuleDict({f.name: FeatureDecoder(f, hidden, node_dim, edge_dim, pointer_decoding,
+                                                              carry_edge, inf_bias, inf_bias_edge)
+                                       for f in features})
+
+    def forward(self, ctx: DecodeContext, train: bool, generator: torch.Generator | None = None
+                ) -> dict[str, torch.Tensor]:
+        return {name: dec(ctx, train, generator) for name, dec in self.decoders.items()}
+
+
+def _argmax_one_hot(x: torch.Tensor) -> torch.Tensor:
+    return one_hot(x.argmax(-1), x.shape[-1])
+
+
+def feedback(f: Feature, raw: torch.Tensor, hard: bool, node_mask: torch.Tensor) -> torch.Tensor:
+    """A predicted hint as the next step's input value (the encoders' model form).
+
+    Soft: sigmoid / softmax (gradients flow); hard: threshold / argmax (scalars detached)."""
+    t = f.type
+    if t is Type.SCALAR:
+        return raw.detach() if hard else raw
+    if t is Type.MASK:
+        return (raw > 0).float() if hard else torch.sigmoid(raw)
+    if t in (Type.MASK_ONE, Type.CATEGORICAL, Type.POINTER):
+        return _argmax_one_hot(raw) if hard else torch.softmax(raw, -1)
+    # permutation pointer: raw is already log-Sinkhorn; sharpen further as the reference does
+    p = torch.exp(log_sinkhorn(raw, FEEDBACK_SINKHORN_STEPS, SINKHORN_TEMPERATURE, node_mask))
+    return _argmax_one_hot(p) if hard else p
+
+
+def harden(f: Feature, raw: torch.Tensor, node_mask: torch.Tensor) -> torch.Tensor:
+    """A raw prediction in the storage convention: pointer indices (int64), one-hot mask_one and
+    categoricals, 0/1 masks, scalars as they are. Permutation pointers give their (cyclic) pointer
+    indices; `Net.predict` fuses them with their `_mask`."""
+    t = f.type
+    if t is Type.SCALAR:
+        return raw.detach()
+    if t is Type.MASK:
+        return (raw > 0).float()
+    if t in (Type.MASK_ONE, Type.CATEGORICAL):
+        return _argmax_one_hot(raw)
+    if t is Type.POINTER:
+        return raw.argmax(-1)
+    p = log_sinkhorn(raw, PREDICT_SINKHORN_STEPS, SINKHORN_TEMPERATURE, node_mask)
+    return p.argmax(-1)
+
+
+def fuse_permutation(perm: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+    """Cyclic permutation pointer indices (..., N) + first-node one-hot/logits (..., N) -> linear-order
+    pointer (..., N): the first node points to itself (reference `fuse_perm_and_mask`)."""
+    n = perm.shape[-1]
+    idx = torch.arange(n, device=perm.device)
+    is_first = idx == first.argmax(-1, keepdim=True)
+    return torch.where(is_first, idx.expand_as(perm), perm)

@@ -1,0 +1,227 @@
+"""The encode-process-decode network over an algorithm's hint steps (CLRS reference semantics).
+
+    net = build_model(spec, ModelConfig(), "mpnn", MPNNConfig())
+    out = net(batch, train=True, generator=g)      # NetOutput: raw predictions
+    loss, terms = net.loss(batch, out)             # scalar tensor, {"output.pi": .., "hint.d": ..}
+    preds = net.predict(out)                       # storage convention, for relreason.eval.Scorer
+
+Per forward pass, with T the batch's longest trajectory, the network runs S = max(1, T - 1) steps:
+step 0 encodes the inputs and the ground-truth hints[0]; step s >= 1 encodes the hints predicted at
+step s - 1 (soft or hard; in training, the ground truth with probability `teacher_forcing`); every
+step runs the processor from the carried state and decodes hints[s + 1]. A sample with L hint steps
+runs max(1, L - 1) steps: afterwards its state is frozen (later steps compute only the samples still
+running), and its outputs are decoded from its own last step. The loop over steps is the only Python
+loop; everything inside is batched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+from torch import nn
+
+from relreason.data.specs import Spec, Stage
+from relreason.errors import RelreasonError
+from relreason.models.batch import Batch, permutation_mask_of, prepare_spec
+from relreason.models.config import HintMode, ModelConfig, PointerDecoding, RepredMode
+from relreason.models.decoders import DecodeContext, Decoders, feedback, fuse_permutation, harden, uniform
+from relreason.models.encoders import Encoders, check_supported, model_form
+from relreason.models.losses import feature_loss
+from relreason.models.processors import PROCESSORS, Processor, State
+
+
+@dataclass
+class NetOutput:
+    """Raw predictions of one forward pass."""
+
+    outputs: dict[str, torch.Tensor]  # name -> (B, ...) logits / values, decoded at each sample's last step
+    hints: dict[str, torch.Tensor]  # name -> (B, S, ...): entry s predicts hints[:, s + 1]
+    node_mask: torch.Tensor  # (B, N) bool
+
+
+def _scatter(full: torch.Tensor | None, rows: torch.Tensor, part: torch.Tensor, size: int) -> torch.Tensor:
+    """`part` written into rows `rows` of `full` ((size, ...) zeros when None), out of place."""
+    if full is None:
+        full = part.new_zeros((size,) + tuple(part.shape[1:]))
+    return full.index_copy(0, rows, part)
+
+
+def _where(keep: torch.Tensor, a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
+    """Per sample (keep (B,)): a where keep else b."""
+    if a is None:
+        return None
+    return torch.where(keep.view(-1, *([1] * (a.dim() - 1))), a, b)
+
+
+class Net(nn.Module):
+    """Encoders + processor + decoders; see the module docstring."""
+
+    def __init__(self, spec: Spec, cfg: ModelConfig, processor: Processor):
+        super().__init__()
+        self.spec = prepare_spec(spec, cfg)
+        self.cfg = cfg
+        for f in self.spec.values():
+            check_supported(f)
+        if cfg.pointer_decoding is PointerDecoding.EDGE and processor.edge_dim == 0:
+            raise RelreasonError("model.pointer_decoding 'edge' needs a processor with an edge state",
+                                 "use pointer_decoding: node, or a processor with edge_dim > 0 (e.g. rt)")
+        self.processor = processor
+        self.encoders = Encoders(self.spec, cfg.hidden, cfg.hint_mode.encode, cfg.encoder_init)
+        self.output_features = [f for f in self.spec.values() if f.stage is Stage.OUTPUT]
+        self.hint_features = [f for f in self.spec.values() if f.stage is Stage.HINT]
+        dec = dict(hidden=cfg.hidden, node_dim=processor.node_dim, edge_dim=processor.edge_dim,
+                   pointer_decoding=cfg.pointer_decoding, carry_edge=processor.carry_edge,
+                   inf_bias=processor.inf_bias, inf_bias_edge=processor.inf_bias_edge)
+        self.output_decoders = Decoders(self.output_features, **dec)
+        self.hint_decoders = Decoders(self.hint_features, **dec) if cfg.hint_mode.decode else None
+
+    # -- forward -------------------------------------------------------------------------------
+
+    def forward(self, batch: Batch, *, train: bool, generator: torch.Generator | None = None) -> NetOutput:
+        """Runs the hint loop. `generator` draws teacher forcing, Gumbel noise and dropout (training only).
+
+        Each step computes only the samples still running (a sample with L hint steps runs
+        max(1, L - 1) steps): the batch shrinks as trajectories end, which skips about a third of
+        the work on CLRS batches; the others keep their state and get zero hint predictions there
+        (never scored). A sample's outputs are decoded at its own last step."""
+        cfg, proc = self.cfg, self.processor
+        B, n, device = batch.size, batch.n, batch.device
+        S = max(1, batch.max_length - 1)
+        steps = [max(1, L - 1) for L in batch.lengths.tolist()]  # steps each sample runs
+        hard = cfg.hint_repred is RepredMode.HARD or (cfg.hint_repred is RepredMode.HARD_ON_EVAL and not train)
+
+        base = self.encoders.encode_inputs(batch.inputs, batch.node_mask)
+        state = proc.initial_state(B, n, device, base.node.dtype)
+        edge0 = state.edge  # fed every step to processors that do not carry their edge state
+        hint_preds: dict[str, list[torch.Tensor]] = {f.name: [] for f in self.hint_features} if self.hint_decoders else {}
+        prev: dict[str, torch.Tensor] = {}  # last step's raw hint predictions, (B, ...)
+        outputs: dict[str, torch.Tensor] = {}
+        edge_in_form = (lambda e: e) if proc.factored_edges else (lambda e: e.dense())  # noqa: E731
+
+        for s in range(S):
+            running = [b for b in range(B) if steps[b] > s]
+            if not running:  # only when hints were padded past every sample's length
+                for k in hint_preds:
+                    hint_preds[k].append(torch.zeros_like(hint_preds[k][-1]))
+                continue
+            rows = None if len(running) == B else torch.tensor(running, device=device)
+            pick = (lambda x: x) if rows is None else (lambda x: None if x is None else x.index_select(0, rows))  # noqa: E731
+            sub = base if rows is None else base.select(rows)
+            now = State(pick(state.node), pick(state.edge), pick(state.graph))
+            values = self._hint_inputs(batch, s, prev, rows, train, hard, generator)
+            feats = self.encoders.encode_step(sub, values)
+            edge_in = edge_in_form(feats.edge)
+            new = State(now.node, now.edge if proc.carry_edge else pick(edge0), now.graph)
+            for _ in range(cfg.processor_steps):
+                new = proc(feats.node, edge_in, feats.graph, new, feats.adj, sub.node_mask)
+                if new.graph is None:
+                    new = replace(new, graph=now.graph)
+            if train and cfg.dropout > 0:
+                keep = uniform(new.node.shape, device, generator) >= cfg.dropout
+                new = replace(new, node=new.node * keep / (1.0 - cfg.dropout))
+            ctx = DecodeContext(
+                h=torch.cat([feats.node, now.node, new.node], -1),  # (b, N, H + 2D)
+                edge=feats.edge, edge_state=new.edge if proc.edge_dim else None,
+                prev_edge=now.edge if proc.carry_edge else None,
+                graph=feats.graph, adj=feats.adj, node_mask=sub.node_mask)
+            if self.hint_decoders is not None:
+                raw = self.hint_decoders(ctx, train, generator)
+                prev = raw if rows is None else {k: _scatter(None, rows, v, B) for k, v in raw.items()}
+                for k, v in prev.items():
+                    hint_preds[k].append(v)
+            ending = [i for i, b in enumerate(running) if steps[b] == s + 1]
+            if ending:  # decode the outputs of the samples whose last step this is
+                whole = len(ending) == len(running)
+                at = None if whole else torch.tensor(ending, device=device)
+                out = self.output_decoders(ctx if whole else ctx.select(at), train, generator)
+                if whole and rows is None:
+                    outputs = out
+                else:
+                    dest = torch.tensor([running[i] for i in ending], device=device)
+                    outputs = {k: _scatter(outputs.get(k), dest, v, B) for k, v in out.items()}
+            new_edge = new.edge if proc.carry_edge else now.edge
+            if rows is None:
+                state = State(new.node, new_edge, new.graph)
+            else:  # finished samples keep their state
+                state = State(state.node.index_copy(0, rows, new.node),
+                              None if state.edge is None else state.edge.index_copy(0, rows, new_edge),
+                              None if state.graph is None else state.graph.index_copy(0, rows, new.graph))
+
+        hints = {k: torch.stack(v, 1) for k, v in hint_preds.items()}
+        return NetOutput(outputs, hints, batch.node_mask)
+
+    def _hint_inputs(self, batch: Batch, s: int, prev: dict[str, torch.Tensor], rows: torch.Tensor | None,
+                     train: bool, hard: bool, generator: torch.Generator | None) -> dict[str, torch.Tensor]:
+        """The hint values encoded at step s for the running samples `rows` (None: all), model form."""
+        if not self.cfg.hint_mode.encode:
+            return {}
+        n, tf = batch.n, self.cfg.teacher_forcing
+        pick = (lambda x: x) if rows is None else (lambda x: x.index_select(0, rows))  # noqa: E731
+        node_mask = pick(batch.node_mask)
+
+        def truth() -> dict[str, torch.Tensor]:
+            return {f.name: model_form(f, pick(batch.hints[f.name][:, s]), n) for f in self.hint_features}
+
+        if s == 0 or (train and tf >= 1.0):
+            return truth()
+        decoded = {f.name: feedback(f, pick(prev[f.name]), hard, node_mask) for f in self.hint_features}
+        if not (train and tf > 0.0):
+            return decoded
+        # per sample, as the reference; drawn for the whole batch so a sample's draw does not depend on the others
+        force = pick(uniform(batch.size, batch.device, generator) < tf)
+        gt = truth()
+        return {k: _where(force, gt[k], v) for k, v in decoded.items()}
+
+    # -- loss and predictions ------------------------------------------------------------------
+
+    def loss(self, batch: Batch, out: NetOutput) -> tuple[torch.Tensor, dict[str, float]]:
+        """Sum of the output losses and (hints decoded) the hint losses averaged over valid steps."""
+        terms: dict[str, torch.Tensor] = {}
+        every = torch.ones(batch.size, dtype=torch.bool, device=batch.device)
+        for f in self.output_features:
+            terms[f"output.{f.name}"] = feature_loss(f, out.outputs[f.name], batch.outputs[f.name], every,
+                                                     batch.node_mask)
+        if self.hint_decoders is not None:
+            steps = batch.max_length - 1  # hint targets hints[1:]; predictions past them (T = 1) are unused
+            valid = batch.lengths[:, None] > torch.arange(1, steps + 1, device=batch.device)[None, :]  # (B, steps)
+            for f in self.hint_features:
+                terms[f"hint.{f.name}"] = feature_loss(f, out.hints[f.name][:, :steps], batch.hints[f.name][:, 1:],
+                                                       valid, batch.node_mask)
+        total = torch.stack(list(terms.values())).sum()
+        values = torch.stack([t.detach() for t in terms.values()]).tolist()
+        return total, dict(zip(terms, values))
+
+    @torch.no_grad()
+    def predict(self, out: NetOutput) -> dict[str, torch.Tensor]:
+        """Hard predictions in the storage convention, outputs (B, ...) and hints (B, S, ...) by name.
+
+        A permutation pointer comes back fused with its `_mask` into the linear-order pointer the
+        dataset stores (first node points to itself); the `_mask` itself is not returned."""
+        preds: dict[str, torch.Tensor] = {}
+        for raws in (out.outputs, out.hints):
+            for name, raw in raws.items():
+                preds[name] = harden(self.spec[name], raw, out.node_mask)
+        for name in list(preds):
+            if permutation_mask_of(self.spec, name):
+                base = name[: -len("_mask")]
+                preds[base] = fuse_permutation(preds[base], preds.pop(name))
+        return preds
+
+    @property
+    def hint_mode(self) -> HintMode:
+        return self.cfg.hint_mode
+
+
+def build_model(spec: Spec, model_cfg: ModelConfig, processor_name: str, processor_cfg=None) -> Net:
+    """Builds the network for `spec` (original or prepared) with the registered processor `processor_name`.
+
+    `processor_cfg` is an instance of the processor's config dataclass (default: its defaults)."""
+    entry = PROCESSORS.get(processor_name)
+    if processor_cfg is None:
+        processor_cfg = entry.config()
+    if not isinstance(processor_cfg, entry.config):
+        raise RelreasonError(f"processor {processor_name!r} needs a {entry.config.__name__}, "
+                             f"got {type(processor_cfg).__name__}", "build it from the processor: section")
+    return Net(spec, model_cfg, entry.build(processor_cfg, model_cfg.hidden))
+

@@ -1,0 +1,293 @@
+"""The CLRS baseline GNN processors besides MPNN: Deep Sets, PGN, PGN-masked, Triplet-GMPNN, GAT
+and GATv2.
+
+Semantics follow the reference processors (google-deepmind/clrs `processors.py`) and the papers
+behind them. All read z = [node_in, previous node state] (B, N, 2H) and return a node state of
+width H; only Triplet-GMPNN also returns an edge state (its triplet messages, read by this step's
+decoders and not fed back: `carry_edge = False`).
+
+Deep Sets, PGN, PGN-masked and Triplet-GMPNN are the MPNN of `mpnn.py` (its message code, reused)
+with a different neighbourhood, decoder masking, or triplets and a gate. GAT/GATv2 attend, for
+node i, over the j with adj[i, j] (softmax over the second node axis), as the reference does.
+
+Every processor here accepts the factored edge input (`EdgeInput`, `factored_edges = True`):
+a linear map of the edge features is then folded into the encoder's small matrix.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from relreason.errors import RelreasonError
+from relreason.models.encoders import EdgeInput, linear
+from relreason.models.processors.base import Processor, State, masked_fill_value, register_processor
+from relreason.models.processors.mpnn import MPNN, MPNNConfig, _MessageMax
+
+# Elements of one triplet chunk (B, c, N, N, T) computed at a time: 2^24 floats = 64 MB.
+TRIPLET_CHUNK_ELEMENTS = 1 << 24
+# The reference's leaky-ReLU slope in GAT/GATv2 (jax.nn.leaky_relu default).
+LEAKY_SLOPE = 0.01
+
+
+def edge_linear(edge_in: torch.Tensor | EdgeInput, weight: torch.Tensor, bias: torch.Tensor | None = None,
+                add: torch.Tensor | None = None) -> torch.Tensor:
+    """edge_in @ weight.T + bias (+ add) for dense (B, N, N, H) or factored edges: (B, N, N, K)."""
+    if isinstance(edge_in, EdgeInput):
+        return edge_in.project(weight, bias, add=add)
+    out = F.linear(edge_in, weight, bias)
+    return out if add is None else out + add
+
+
+class _MaxPlus(torch.autograd.Function):
+    """out[b, j, k, t] = max_i (a[b, i, j, t] + c[b, i, k, t]), in chunks of i.
+
+    Autograd through a plain `(a[:, :, :, None] + c[:, :, None]).amax(1)` keeps the whole
+    (B, N, N, N, T) sum alive for the backward pass (268 MB at n = 64, batch 32); here only the
+    argmax (B, N, N, T) is kept and gradients are scattered to it.
+    """
+
+    @staticmethod
+    def forward(ctx, a: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        b, n, _, t = a.shape
+        chunk = max(1, TRIPLET_CHUNK_ELEMENTS // max(1, b * n * n * t))
+        best = arg = None
+        for start in range(0, n, chunk):
+            s = a[:, start:start + chunk, :, None, :] + c[:, start:start + chunk, None, :, :]  # (B, c, N, N, T)
+            val, idx = s.max(dim=1)  # (B, N, N, T)
+            idx += start
+            if best is None:
+                best, arg = val, idx
+            else:
+                better = val > best
+                best = torch.where(better, val, best)
+                arg = torch.where(better, idx, arg)
+        ctx.save_for_backward(arg)
+        ctx.n = n
+        return best
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad: torch.Tensor):
+        (arg,) = ctx.saved_tensors  # (B, J, K, T): the maximising i
+        b, j, k, t = arg.shape
+        grad = grad.contiguous()
+        # grad_a[b, arg[b,j,k,t], j, t] += grad[b,j,k,t]: scatter along i with k playing the row role.
+        grad_a = grad.new_zeros(b, ctx.n, j, t).scatter_add_(
+            1, arg.transpose(1, 2).contiguous(), grad.transpose(1, 2).contiguous())
+        # grad_c[b, arg[b,j,k,t], k, t] += grad[b,j,k,t]
+        grad_c = grad.new_zeros(b, ctx.n, k, t).scatter_add_(1, arg, grad)
+        return grad_a, grad_c
+
+
+def max_plus(a: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """max_i (a[:, i, j] + c[:, i, k]) -> (B, N, N, T) with memory bounded by TRIPLET_CHUNK_ELEMENTS."""
+    return _MaxPlus.apply(a, c)
+
+
+class TripletMessages(nn.Module):
+    """Triplet edge messages (Dudzik & Veličković 2022, as used by Ibarz et al. 2022):
+    t_ijk = t1(z_i) + t2(z_j) + t3(z_k) + te1(e_ij) + te2(e_ik) + te3(e_jk) + tg(g),
+    out_jk = relu(o3(max_i t_ijk)).
+
+    Only t1, te1, te2 depend on i, so the max over i is taken of those (a max-plus product) and
+    the rest is added afterwards: the same value without a differentiable (B, N, N, N, T) tensor.
+    """
+
+    def __init__(self, z_dim: int, hidden: int, features: int):
+        super().__init__()
+        self.features = features
+        self.node = linear(z_dim, 3 * features)  # t1 | t2 | t3
+        self.edge = linear(hidden, 3 * features)  # te1 | te2 | te3
+        self.graph = linear(hidden, features)  # tg
+        self.out = linear(features, hidden)  # o3
+
+    def forward(self, z: torch.Tensor, edge_in: torch.Tensor | EdgeInput, graph_in: torch.Tensor,
+                node_mask: torch.Tensor) -> torch.Tensor:
+        t1, t2, t3 = self.node(z).split(self.features, dim=-1)  # 3 x (B, N, T)
+        te1, te2, te3 = edge_linear(edge_in, self.edge.weight, self.edge.bias).split(self.features, dim=-1)
+        a = t1[:, :, None, :] + te1  # (B, I, J, T)
+        # a padded node i must never win the max
+        a = a.masked_fill(~node_mask[:, :, None, None], masked_fill_value(a))
+        tri = max_plus(a, te2)  # (B, J, K, T)
+        tri = tri + t2[:, :, None, :] + t3[:, None, :, :] + te3 + self.graph(graph_in)[:, None, None, :]
+        return F.relu(self.out(tri))  # (B, N, N, H)
+
+
+@register_processor("deepsets", MPNNConfig, "Deep Sets: MPNN with self-loops only (Zaheer et al. 2017)")
+class DeepSets(MPNN):
+    """The reference's DeepSets: the MPNN with the adjacency replaced by the identity."""
+
+    restrict_to_adj = True
+
+    def forward(self, node_in, edge_in, graph_in, state: State, adj, node_mask) -> State:
+        b, n, _ = node_in.shape
+        eye = torch.eye(n, dtype=torch.bool, device=node_in.device).expand(b, n, n)  # (B, N, N)
+        return super().forward(node_in, edge_in, graph_in, state, eye, node_mask)
+
+
+@register_processor("pgn", MPNNConfig,
+                    "Pointer Graph Network: MPNN restricted to the adjacency (Veličković et al. 2020)")
+class PGN(MPNN):
+    restrict_to_adj = True
+
+
+@register_processor("pgn_masked", MPNNConfig,
+                    "PGN whose decoders only point along the adjacency (Veličković et al. 2020)")
+class PGNMasked(PGN):
+    inf_bias = True  # node pointers outside the adjacency get the lowest logit (reference PGNMask)
+    inf_bias_edge = True  # and so do edge pointers
+
+
+@dataclass
+class TripletGMPNNConfig(MPNNConfig):
+    """Triplet-GMPNN options (Ibarz et al. 2022) on top of the MPNN's."""
+
+    triplet_features: int = 8  # nb_triplet_fts: reference run.py default (Ibarz et al. 2022)
+    gated: bool = True  # the "G": update gate with bias -3 (Ibarz et al. 2022)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.triplet_features < 1:
+            raise RelreasonError(f"processor.triplet_features must be >= 1, got {self.triplet_features}",
+                                 "the reference uses 8")
+
+
+@register_processor("triplet_gmpnn", TripletGMPNNConfig, "Gated MPNN with triplet edge messages (Ibarz et al. 2022)")
+class TripletGMPNN(MPNN):
+    """The MPNN of `mpnn.py` plus the reference PGN's `use_triplets` and `gated` options:
+
+    gate  = sigmoid(g3(relu(g1(z_r) + g2(agg_r))))   g3's bias starts at -3: updates start mostly closed
+    h_r   = gate * h_r + (1 - gate) * hidden_r
+    edge  = triplet messages (B, N, N, H), for this step's decoders only (carry_edge False).
+    """
+
+    carry_edge = False  # triplet messages feed this step's decoders only, as in the reference
+
+    def __init__(self, cfg: TripletGMPNNConfig, hidden: int):
+        super().__init__(cfg, hidden)
+        self.edge_dim = hidden
+        self.triplets = TripletMessages(2 * hidden, hidden, cfg.triplet_features)
+        self.gated = cfg.gated
+        if cfg.gated:
+            self.gate_z = linear(2 * hidden, hidden)  # g1
+            self.gate_agg = linear(hidden, hidden)  # g2
+            self.gate_out = linear(hidden, hidden)  # g3
+            nn.init.constant_(self.gate_out.bias, -3.0)
+
+    def forward(self, node_in, edge_in, graph_in, state: State, adj, node_mask) -> State:
+        # the MPNN's message step (mpnn.py), keeping the aggregate for the gate
+        z = torch.cat([node_in, state.node], -1)  # (B, N, 2H)
+        receiver = self.m1(z)[:, None, :, :]  # (B, 1, N, H)
+        sender = (self.m2(z) + self.mg(graph_in)[:, None, :])[:, :, None, :]  # (B, N, 1, H)
+        msgs = edge_linear(edge_in, self.me.weight, self.me.bias, add=receiver + sender)  # (B, S, R, H)
+        allowed = node_mask[:, :, None]  # (B, S, 1): padded senders never send
+        params = [t for layer in self.mlp for t in (layer.weight, layer.bias)]
+        agg = _MessageMax.apply(msgs, None if bool(allowed.all()) else allowed, *params)  # (B, N, H)
+        out = torch.relu(self.o1(z) + self.o2(agg))
+        if self.ln is not None:
+            out = self.ln(out)
+        if self.gated:
+            gate = torch.sigmoid(self.gate_out(torch.relu(self.gate_z(z) + self.gate_agg(agg))))
+            out = out * gate + state.node * (1 - gate)
+        return State(out, self.triplets(z, edge_in, graph_in, node_mask), state.graph)
+
+
+@dataclass
+class GATConfig:
+    """Options of GAT and GATv2."""
+
+    heads: int = 1  # nb_heads: reference run.py default for GAT processors
+    use_ln: bool = True  # reference run.py default use_ln=True
+
+    def __post_init__(self) -> None:
+        if self.heads < 1:
+            raise RelreasonError(f"processor.heads must be >= 1, got {self.heads}", "the reference uses 1")
+
+
+class GATScores(nn.Module):
+    """GAT logits (reference GAT): leaky_relu(a_1(z_i) + a_2(z_j) + a_e(e_ij) + a_g(g)), one per head."""
+
+    def __init__(self, hidden: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.att_z = linear(2 * hidden, 2 * heads)  # a_1 (receiver i) | a_2 (sender j)
+        self.att_e = linear(hidden, heads)
+        self.att_g = linear(hidden, heads)
+
+    def forward(self, z: torch.Tensor, edge_in: torch.Tensor | EdgeInput, graph_in: torch.Tensor) -> torch.Tensor:
+        a1, a2 = self.att_z(z).split(self.heads, dim=-1)  # (B, N, heads) each
+        logits = edge_linear(edge_in, self.att_e.weight, self.att_e.bias,
+                             add=a1[:, :, None] + a2[:, None, :] + self.att_g(graph_in)[:, None, None])
+        return F.leaky_relu(logits, LEAKY_SLOPE)  # (B, I, J, heads)
+
+
+class GATv2Scores(nn.Module):
+    """GATv2 logits (reference GATv2): a_h . leaky_relu(w_1(z_j) + w_2(z_i) + w_e(e_ij) + w_g(g))_h,
+    the pre-activation of width H split into heads, one map H/heads -> 1 per head."""
+
+    def __init__(self, hidden: int, heads: int):
+        super().__init__()
+        self.hidden = hidden
+        self.heads = heads
+        self.head_dim = hidden // heads
+        self.pre_z = linear(2 * hidden, 2 * hidden)  # w_1 (sender j) | w_2 (receiver i); mid size = H
+        self.pre_e = linear(hidden, hidden)
+        self.pre_g = linear(hidden, hidden)
+        # the per-head Linear(H/heads -> 1) maps, stacked as a (heads, H/heads) weight. Their biases
+        # are left out: a constant over j cancels in the softmax, so it would never get a gradient.
+        std = 1 / math.sqrt(self.head_dim)
+        self.score = nn.Parameter(nn.init.trunc_normal_(torch.empty(heads, self.head_dim), std=std, a=-2 * std,
+                                                        b=2 * std))
+
+    def forward(self, z: torch.Tensor, edge_in: torch.Tensor | EdgeInput, graph_in: torch.Tensor) -> torch.Tensor:
+        b, n, _ = z.shape
+        w1, w2 = self.pre_z(z).split(self.hidden, dim=-1)  # (B, N, H) each
+        pre = edge_linear(edge_in, self.pre_e.weight, self.pre_e.bias,
+                          add=w1[:, None, :] + w2[:, :, None] + self.pre_g(graph_in)[:, None, None])
+        pre = F.leaky_relu(pre, LEAKY_SLOPE).view(b, n, n, self.heads, self.head_dim)  # (B, I, J, heads, F)
+        return (pre * self.score).sum(-1)  # (B, I, J, heads)
+
+
+class _GraphAttention(Processor):
+    """Shared body of GAT and GATv2: multi-head attention of node i over the j with adj[i, j]
+    (softmax over j), values m(z_j), then residual skip(z_i), ReLU and LayerNorm (reference)."""
+
+    scores: type[nn.Module] = GATScores
+    factored_edges = True  # edge_in may be an EdgeInput: only linear maps of it are taken
+
+    def __init__(self, cfg: GATConfig, hidden: int):
+        super().__init__(cfg, hidden)
+        if hidden % cfg.heads:
+            raise RelreasonError(f"processor.heads={cfg.heads} must divide the width model.hidden={hidden}",
+                                 "pick a divisor of model.hidden")
+        self.heads = cfg.heads
+        self.head_dim = hidden // cfg.heads
+        self.logits = self.scores(hidden, cfg.heads)
+        self.values_skip = linear(2 * hidden, 2 * hidden)  # m | skip
+        self.norm = nn.LayerNorm(hidden) if cfg.use_ln else nn.Identity()
+
+    def forward(self, node_in, edge_in, graph_in, state: State, adj, node_mask) -> State:
+        b, n, h = node_in.shape
+        z = torch.cat([node_in, state.node], dim=-1)  # (B, N, 2H)
+        logits = self.logits(z, edge_in, graph_in)  # (B, I, J, heads)
+        allowed = (adj & node_mask[:, None, :])[..., None]  # (B, I, J, 1): padded senders never attended
+        coefs = torch.softmax(logits.masked_fill(~allowed, masked_fill_value(logits)), dim=2)
+        values, skip = self.values_skip(z).split(h, dim=-1)  # (B, N, H) each
+        out = torch.einsum("bijh,bjhf->bihf", coefs, values.view(b, n, self.heads, self.head_dim))
+        out = F.relu(out.reshape(b, n, h) + skip)
+        return State(self.norm(out))
+
+
+@register_processor("gat", GATConfig, "Graph attention network, adjacency-masked (Veličković et al. 2018)")
+class GAT(_GraphAttention):
+    scores = GATScores
+
+
+@register_processor("gatv2", GATConfig, "Graph attention network v2, adjacency-masked (Brody et al. 2022)")
+class GATv2(_GraphAttention):
+    scores = GATv2Scores

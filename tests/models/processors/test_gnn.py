@@ -1,0 +1,311 @@
+"""Specific tests of the baseline GNN processors (relreason/models/processors/gnn.py): each against
+a plain-loop transcription of the reference formulas, plus the neighbourhood each may read, padding,
+factored edges, gradients and a tiny learning task. (Shape and equivariance tests over every
+processor live in test_processors.py.)"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from relreason.errors import RelreasonError
+from relreason.models.encoders import EdgeInput
+from relreason.models.processors import PROCESSORS, State
+from relreason.models.processors import gnn
+
+GNN_NAMES = [name for name, entry in PROCESSORS.items() if entry.cls.__module__ == gnn.__name__]
+H = 8
+
+
+def build(name: str, hidden: int = H, seed: int = 0, **overrides):
+    torch.manual_seed(seed)
+    entry = PROCESSORS.get(name)
+    return entry.build(entry.config(**overrides), hidden).double()
+
+
+def random_inputs(b: int, n: int, hidden: int = H, seed: int = 1, edge_dim: int = 0, pad: int = 0):
+    """Inputs in float64; the last `pad` nodes of every graph are padding (and adjacency rows/cols False)."""
+    g = torch.Generator().manual_seed(seed)
+    r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)  # noqa: E731
+    adj = torch.rand(b, n, n, generator=g) < 0.5
+    adj |= torch.eye(n, dtype=torch.bool)
+    mask = torch.ones(b, n, dtype=torch.bool)
+    if pad:
+        mask[:, n - pad:] = False
+        adj &= mask[:, :, None] & mask[:, None, :]
+    state = State(r(b, n, hidden), r(b, n, n, edge_dim) if edge_dim else None, r(b, hidden))
+    return r(b, n, hidden), r(b, n, n, hidden), r(b, hidden), state, adj, mask
+
+
+def test_the_gnn_processors_are_registered():
+    assert set(GNN_NAMES) == {"deepsets", "pgn", "pgn_masked", "triplet_gmpnn", "gat", "gatv2"}
+
+
+# -- triplets ---------------------------------------------------------------------------------------
+
+def naive_max_plus(a, c):
+    return (a[:, :, :, None, :] + c[:, :, None, :, :]).amax(1)  # (B, J, K, T)
+
+
+@pytest.mark.parametrize("chunk_elements", [1, 1 << 24])  # one i per chunk, and all at once
+def test_max_plus_matches_the_naive_product_and_its_gradient(monkeypatch, chunk_elements):
+    monkeypatch.setattr(gnn, "TRIPLET_CHUNK_ELEMENTS", chunk_elements)
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(2, 5, 5, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    c = torch.randn(2, 5, 5, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(2, 5, 5, 3, generator=g, dtype=torch.float64)
+    out = gnn.max_plus(a, c)
+    ref = naive_max_plus(a, c)
+    torch.testing.assert_close(out, ref)
+    grads = torch.autograd.grad((out * w).sum(), (a, c))
+    ref_grads = torch.autograd.grad((ref * w).sum(), (a, c))
+    for got, want in zip(grads, ref_grads):
+        torch.testing.assert_close(got, want)
+    assert torch.autograd.gradcheck(gnn.max_plus, (a, c))
+
+
+def test_triplet_messages_match_the_reference_formula():
+    """t_ijk = t1(z_i)+t2(z_j)+t3(z_k)+te1(e_ij)+te2(e_ik)+te3(e_jk)+tg(g); out_jk = relu(o3(max_i t_ijk)),
+    the max over real i only."""
+    torch.manual_seed(0)
+    tri = gnn.TripletMessages(2 * H, H, 4).double()
+    node_in, edge_in, graph_in, state, _, mask = random_inputs(2, 5, pad=1)
+    z = torch.cat([node_in, state.node], -1)
+    t1, t2, t3 = tri.node(z).split(4, -1)
+    te1, te2, te3 = tri.edge(edge_in).split(4, -1)
+    tg = tri.graph(graph_in)
+    full = (t1[:, :, None, None] + t2[:, None, :, None] + t3[:, None, None, :] + te1[:, :, :, None]
+            + te2[:, :, None, :] + te3[:, None, :, :] + tg[:, None, None, None])  # (B, I, J, K, T)
+    full = full.masked_fill(~mask[:, :, None, None, None], -math.inf)
+    want = F.relu(tri.out(full.amax(1)))
+    torch.testing.assert_close(tri(z, edge_in, graph_in, mask), want)
+
+
+def loop_mpnn_update(p, node_in, edge_in, graph_in, hidden, allowed):
+    """The reference MPNN/PGN update, one receiver and one sender at a time. allowed[b, s, r]."""
+    b_, n, h = node_in.shape
+    z = torch.cat([node_in, hidden], -1)
+    out = torch.zeros(b_, n, h, dtype=z.dtype)
+    aggs = torch.zeros(b_, n, h, dtype=z.dtype)
+    for b in range(b_):
+        for r in range(n):
+            msgs = []
+            for s in range(n):
+                if allowed[b, s, r]:
+                    m = F.relu(p.m1(z[b, r]) + p.m2(z[b, s]) + p.me(edge_in[b, s, r]) + p.mg(graph_in[b]))
+                    m = p.mlp[1](F.relu(p.mlp[0](m)))
+                    msgs.append(m)
+            agg = torch.stack(msgs).amax(0) if msgs else torch.zeros(h, dtype=z.dtype)
+            aggs[b, r] = agg
+            out[b, r] = p.ln(F.relu(p.o1(z[b, r]) + p.o2(agg)))
+    return out, aggs
+
+
+def test_triplet_gmpnn_matches_a_loop_transcription_of_the_reference():
+    p = build("triplet_gmpnn")
+    node_in, edge_in, graph_in, state, adj, mask = random_inputs(2, 4, pad=1)
+    allowed = mask[:, :, None].expand(-1, -1, 4)  # MPNN: every real sender
+    ln_out, agg = loop_mpnn_update(p, node_in, edge_in, graph_in, state.node, allowed)
+    z = torch.cat([node_in, state.node], -1)
+    gate = torch.sigmoid(p.gate_out(F.relu(p.gate_z(z) + p.gate_agg(agg))))
+    want = ln_out * gate + state.node * (1 - gate)
+    out = p(node_in, edge_in, graph_in, state, adj, mask)
+    real = mask[:, :, None]
+    torch.testing.assert_close(out.node * real, want * real)
+    torch.testing.assert_close(out.edge, p.triplets(z, edge_in, graph_in, mask))
+    assert torch.all(p.gate_out.bias == -3.0)  # updates start mostly closed (Ibarz et al. 2022)
+    assert not p.carry_edge and p.edge_dim == H
+
+
+def test_triplet_features_must_be_positive():
+    with pytest.raises(RelreasonError):
+        build("triplet_gmpnn", triplet_features=0)
+
+
+# -- message-passing neighbourhoods -----------------------------------------------------------------
+
+def test_pgn_matches_a_loop_transcription_restricted_to_the_adjacency():
+    p = build("pgn")
+    node_in, edge_in, graph_in, state, adj, mask = random_inputs(2, 4, pad=1)
+    want, _ = loop_mpnn_update(p, node_in, edge_in, graph_in, state.node, adj & mask[:, :, None])
+    out = p(node_in, edge_in, graph_in, state, adj, mask).node
+    real = mask[:, :, None]
+    torch.testing.assert_close(out * real, want * real)
+
+
+def changed_outputs(p, change_node: int, adj_full: bool = False):
+    """Which nodes' outputs move when node `change_node`'s features (and its outgoing edges) change."""
+    node_in, edge_in, graph_in, state, adj, mask = random_inputs(1, 5)
+    if adj_full:
+        adj = torch.ones_like(adj)
+    base = p(node_in, edge_in, graph_in, state, adj, mask).node
+    node2, edge2 = node_in.clone(), edge_in.clone()
+    node2[:, change_node] += 1.0
+    edge2[:, change_node, :] += 1.0  # edges (s, r) with s = the changed node
+    edge2[:, :, change_node] += 1.0  # and (i, j) with j = the changed node (GAT's sender axis)
+    edge2[:, change_node, change_node] -= 2.0  # leave its self edge as it was (one change = one node)
+    new = p(node2, edge2, graph_in, state, adj, mask).node
+    return (new - base).abs().amax(-1)[0] > 1e-9, adj[0]
+
+
+def test_deepsets_reads_each_node_alone():
+    p = build("deepsets")
+    moved, _ = changed_outputs(p, change_node=2)
+    assert moved.tolist() == [False, False, True, False, False]
+
+
+@pytest.mark.parametrize("name", ["pgn", "pgn_masked", "gat", "gatv2"])
+def test_adjacency_restricted_processors_read_neighbours_only(name):
+    p = build(name)
+    moved, adj = changed_outputs(p, change_node=2)
+    # PGN: r receives from s along adj[s, r]; GAT: i attends to j along adj[i, j]
+    reads = adj[2, :] if name.startswith("pgn") else adj[:, 2]
+    assert moved[2] and not (moved & ~reads).any(), (moved, reads)
+    if name.startswith("gat"):  # softmax weights move with every logit (a max may not)
+        assert torch.equal(moved, reads)
+
+
+def test_pgn_masked_asks_the_decoders_for_the_adjacency_bias():
+    assert build("pgn_masked").inf_bias and build("pgn_masked").inf_bias_edge
+    assert not any(build(n).inf_bias for n in GNN_NAMES if n != "pgn_masked")
+
+
+# -- attention --------------------------------------------------------------------------------------
+
+def loop_gat(p, node_in, edge_in, graph_in, hidden, adj, mask, v2: bool):
+    """The reference GAT / GATv2 for node i over the j with adj[i, j], one (i, head) at a time."""
+    b_, n, h = node_in.shape
+    heads, f = p.heads, p.head_dim
+    z = torch.cat([node_in, hidden], -1)
+    values, skip = p.values_skip(z).split(h, -1)
+    s = p.logits
+    out = torch.zeros(b_, n, h, dtype=z.dtype)
+    for b in range(b_):
+        for i in range(n):
+            js = [j for j in range(n) if adj[b, i, j] and mask[b, j]]
+            if not js:  # a padded receiver: not compared
+                continue
+            for hd in range(heads):
+                logits = []
+                for j in js:
+                    if v2:
+                        w1 = s.pre_z.weight[:h] @ z[b, j] + s.pre_z.bias[:h]
+                        w2 = s.pre_z.weight[h:] @ z[b, i] + s.pre_z.bias[h:]
+                        pre = F.leaky_relu(w1 + w2 + s.pre_e(edge_in[b, i, j]) + s.pre_g(graph_in[b]), 0.01)
+                        logits.append(pre[hd * f:(hd + 1) * f] @ s.score[hd])
+                    else:
+                        a1 = s.att_z.weight[hd] @ z[b, i] + s.att_z.bias[hd]
+                        a2 = s.att_z.weight[heads + hd] @ z[b, j] + s.att_z.bias[heads + hd]
+                        logits.append(F.leaky_relu(a1 + a2 + s.att_e(edge_in[b, i, j])[hd]
+                                                   + s.att_g(graph_in[b])[hd], 0.01))
+                coef = torch.softmax(torch.stack(logits), 0)
+                out[b, i, hd * f:(hd + 1) * f] = sum(c * values[b, j, hd * f:(hd + 1) * f] for c, j in zip(coef, js))
+    return p.norm(F.relu(out + skip))
+
+
+@pytest.mark.parametrize("name", ["gat", "gatv2"])
+@pytest.mark.parametrize("heads", [1, 2])
+def test_gat_matches_a_loop_transcription_of_the_reference(name, heads):
+    p = build(name, heads=heads)
+    node_in, edge_in, graph_in, state, adj, mask = random_inputs(2, 4, pad=1)
+    want = loop_gat(p, node_in, edge_in, graph_in, state.node, adj, mask, v2=name == "gatv2")
+    out = p(node_in, edge_in, graph_in, state, adj, mask).node
+    real = mask[:, :, None]
+    torch.testing.assert_close(out * real, want * real)
+
+
+def test_gat_heads_must_divide_the_width():
+    with pytest.raises(RelreasonError):
+        build("gat", heads=3)
+
+
+# -- generic properties of every processor in gnn.py ------------------------------------------------
+
+def edge_dim(name: str) -> int:
+    return build(name).edge_dim
+
+
+@pytest.mark.parametrize("name", GNN_NAMES)
+def test_padded_nodes_change_nothing(name):
+    p = build(name)
+    e = edge_dim(name)
+    real = random_inputs(2, 4, edge_dim=e)
+    padded = random_inputs(2, 6, seed=9, edge_dim=e, pad=2)  # garbage everywhere, then the real part copied in
+    node_in, edge_in, graph_in, state, adj, mask = padded
+    node_in[:, :4], edge_in[:, :4, :4], graph_in[:] = real[0], real[1], real[2]
+    state.node[:, :4], state.graph[:] = real[3].node, real[3].graph
+    if e:
+        state.edge[:, :4, :4] = real[3].edge
+    adj[:, :4, :4] = real[4]
+    a = p(*real)
+    b = p(node_in, edge_in, graph_in, state, adj, mask)
+    torch.testing.assert_close(b.node[:, :4], a.node)
+    if a.edge is not None:
+        torch.testing.assert_close(b.edge[:, :4, :4], a.edge)
+
+
+@pytest.mark.parametrize("name", GNN_NAMES)
+def test_factored_edges_give_the_dense_result(name):
+    p = build(name)
+    node_in, edge_in, graph_in, state, adj, mask = random_inputs(2, 4, pad=1)
+    g = torch.Generator().manual_seed(3)
+    factored = EdgeInput(torch.randn(2, 4, 4, 3, generator=g, dtype=torch.float64),
+                         torch.randn(3, H, generator=g, dtype=torch.float64),
+                         torch.randn(H, generator=g, dtype=torch.float64))
+    assert p.factored_edges
+    a = p(node_in, factored, graph_in, state, adj, mask)
+    b = p(node_in, factored.dense(), graph_in, state, adj, mask)
+    torch.testing.assert_close(a.node, b.node)
+    if a.edge is not None:
+        torch.testing.assert_close(a.edge, b.edge)
+
+
+@pytest.mark.parametrize("name", GNN_NAMES)
+def test_gradients_reach_every_parameter(name):
+    p = build(name)
+    node_in, edge_in, graph_in, state, adj, mask = random_inputs(2, 4, edge_dim=edge_dim(name))
+    out = p(node_in, edge_in, graph_in, state, adj, mask)
+    g = torch.Generator().manual_seed(5)
+    # a random readout: LayerNorm outputs sum to a constant, so a plain sum has no gradient
+    loss = (out.node * torch.randn(out.node.shape, generator=g, dtype=torch.float64)).sum()
+    if out.edge is not None:
+        loss = loss + (out.edge * torch.randn(out.edge.shape, generator=g, dtype=torch.float64)).sum()
+    loss.backward()
+    for pname, param in p.named_parameters():
+        assert param.grad is not None and param.grad.abs().sum() > 0, pname
+
+
+def fit(p, steps: int, n: int = 5, batch: int = 8) -> tuple[float, float]:
+    """Fits a per-node target that depends on neighbours (max of adjacent features) through a linear
+    readout over two processor steps; returns (first loss, last loss)."""
+    p = p.float()
+    g = torch.Generator().manual_seed(0)
+    hidden = p.hidden
+    node_in = torch.randn(batch, n, hidden, generator=g)
+    edge_in = torch.randn(batch, n, n, hidden, generator=g)
+    graph_in = torch.randn(batch, hidden, generator=g)
+    adj = (torch.rand(batch, n, n, generator=g) < 0.5) | torch.eye(n, dtype=torch.bool)
+    mask = torch.ones(batch, n, dtype=torch.bool)
+    target = node_in[..., 0].unsqueeze(2).expand(-1, -1, n).masked_fill(~adj, -1e9).amax(1)  # (B, N)
+    readout = torch.nn.Linear(p.node_dim, 1)
+    opt = torch.optim.Adam([*p.parameters(), *readout.parameters()], lr=3e-3)
+    losses = []
+    for _ in range(steps):
+        state = p.initial_state(batch, n, node_in.device)
+        for _ in range(2):
+            state = p(node_in, edge_in, graph_in, state, adj, mask)
+        loss = F.mse_loss(readout(state.node).squeeze(-1), target)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses[0], losses[-1]
+
+
+@pytest.mark.parametrize("name", GNN_NAMES)
+def test_each_processor_lowers_a_simple_loss(name):
+    first, last = fit(build(name, hidden=16), steps=40)
+    assert last < 0.5 * first, (first, last)
