@@ -63,6 +63,6 @@ def test_every_recipe_is_valid_and_opens_with_its_command(recipe):
 
     first = (RECIPE_DIR / f"{recipe}.yaml").read_text().splitlines()[0]
     assert first.startswith("# relreason train "), first
-    model = first.split()[3]
+    model, task = first.split()[3:5]
     assert model in PROCESSORS
-    build_config(model, TASK, recipe)
+    build_config(model, task, recipe)

@@ -24,9 +24,10 @@ def trim(ds: Dataset) -> Dataset:
 
 @torch.no_grad()
 def evaluate_dataset(model, ds: Dataset, spec, model_cfg, device: torch.device, batch_size: int = 32,
-                     progress=None, scorer=None):
+                     progress=None, scorer=None, generator: torch.Generator | None = None):
     """Runs the model over `ds` in evaluation mode and returns the pooled Scores (the CLRS metric
-    unless a `scorer` accumulator is given, e.g. `task.scorer(spec)`)."""
+    unless a `scorer` accumulator is given, e.g. `task.scorer(spec)`). A `generator` randomizes
+    `pos` as in training (the reference validates so; it tests on the true positions)."""
     from relreason.eval.metrics import Scorer
     from relreason.models.batch import Batch
 
@@ -35,7 +36,7 @@ def evaluate_dataset(model, ds: Dataset, spec, model_cfg, device: torch.device, 
     scorer = scorer if scorer is not None else Scorer(spec)
     try:
         for part in batches(ds, batch_size):
-            batch = Batch.from_dataset(part, model_cfg, spec, device)
+            batch = Batch.from_dataset(part, model_cfg, spec, device, generator=generator)
             out = model(batch, train=False)
             scorer.update(model.predict(out), batch)
             if progress is not None:

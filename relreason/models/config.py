@@ -51,6 +51,13 @@ class EncoderInit(str, enum.Enum):
     XAVIER_ON_SCALARS = "xavier_on_scalars"  # as DEFAULT, but scalar hints get std 1/sqrt(hidden)
 
 
+class ScalarLoss(str, enum.Enum):
+    """The loss of scalar outputs."""
+
+    MSE = "mse"  # squared error (CLRS)
+    RELATIVE = "relative"  # |y - y_hat| / |y|, the lobster benchmark's metric used as its objective
+
+
 @dataclass
 class ModelConfig:
     """Encode-process-decode options shared by every processor."""
@@ -66,11 +73,13 @@ class ModelConfig:
     processor_steps: int = 1  # message-passing steps per algorithm step; run.py --nb_msg_passing_steps 1
     encoder_init: EncoderInit = EncoderInit.XAVIER_ON_SCALARS  # run.py --encoder_init default
     dropout: float = 0.0  # dropout on the new hidden state in training; run.py --dropout_prob 0.0
+    scalar_loss: ScalarLoss = ScalarLoss.MSE  # outputs only (hints stay MSE); lobster tasks use `relative`
 
     def __post_init__(self) -> None:
         # YAML and `--set` give strings: normalize them to the enums (and reject unknown values).
         for name, kind in (("hint_mode", HintMode), ("hint_repred", RepredMode),
-                           ("pointer_decoding", PointerDecoding), ("encoder_init", EncoderInit)):
+                           ("pointer_decoding", PointerDecoding), ("encoder_init", EncoderInit),
+                           ("scalar_loss", ScalarLoss)):
             value = getattr(self, name)
             if not isinstance(value, kind):
                 try:

@@ -38,11 +38,14 @@ def _masked_mean(loss: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
 
 
 def feature_loss(f: Feature, pred: torch.Tensor, truth: torch.Tensor, sample_valid: torch.Tensor,
-                 node_mask: torch.Tensor) -> torch.Tensor:
-    """The scalar loss of one feature (see the module docstring)."""
+                 node_mask: torch.Tensor, relative: bool = False) -> torch.Tensor:
+    """The scalar loss of one feature (see the module docstring). `relative`: scalars score
+    |pred - truth| / |truth| instead of the squared error (end-to-end regression, e.g. lobsters)."""
     valid = element_mask(f, sample_valid, node_mask)
     t = f.type
     if t is Type.SCALAR:
+        if relative:
+            return _masked_mean((pred - truth).abs() / truth.abs().clamp(min=1e-6), valid)
         return _masked_mean((pred - truth) ** 2, valid)
     if t is Type.MASK:
         loss = F.binary_cross_entropy_with_logits(pred, truth.clamp(min=0), reduction="none")

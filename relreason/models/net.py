@@ -24,7 +24,7 @@ from torch import nn
 from relreason.data.specs import Spec, Stage
 from relreason.errors import RelreasonError
 from relreason.models.batch import Batch, permutation_mask_of, prepare_spec
-from relreason.models.config import HintMode, ModelConfig, PointerDecoding, RepredMode
+from relreason.models.config import HintMode, ModelConfig, PointerDecoding, RepredMode, ScalarLoss
 from relreason.models.decoders import DecodeContext, Decoders, feedback, fuse_permutation, harden, uniform
 from relreason.models.encoders import Encoders, check_supported, model_form
 from relreason.models.losses import feature_loss
@@ -179,9 +179,10 @@ class Net(nn.Module):
         """Sum of the output losses and (hints decoded) the hint losses averaged over valid steps."""
         terms: dict[str, torch.Tensor] = {}
         every = torch.ones(batch.size, dtype=torch.bool, device=batch.device)
+        relative = self.cfg.scalar_loss is ScalarLoss.RELATIVE
         for f in self.output_features:
             terms[f"output.{f.name}"] = feature_loss(f, out.outputs[f.name], batch.outputs[f.name], every,
-                                                     batch.node_mask)
+                                                     batch.node_mask, relative=relative)
         if self.hint_decoders is not None:
             steps = batch.max_length - 1  # hint targets hints[1:]; predictions past them (T = 1) are unused
             valid = batch.lengths[:, None] > torch.arange(1, steps + 1, device=batch.device)[None, :]  # (B, steps)

@@ -122,7 +122,11 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
                              dict(state) if with_optimizer else None)
 
     def validate() -> float:
-        scores = evaluate_dataset(model, val_ds, spec, cfg.model, device, t.eval_batch_size, scorer=task.scorer(spec))
+        # random positions on validation too, as the reference; the same draw at every validation, so
+        # checkpoints are compared on identical inputs (and a resumed run validates as the original)
+        gen = torch.Generator().manual_seed(t.seed * 1_000_003 - 1)
+        scores = evaluate_dataset(model, val_ds, spec, cfg.model, device, t.eval_batch_size,
+                                  scorer=task.scorer(spec), generator=gen)
         rec = {"event": "val", "step": state["step"], "examples": state["examples"], "loss": state["last_loss"],
                **scores_dict(scores), "time": round(state["seconds"], 2)}
         improved = state["best_val"] is None or (scores.score < state["best_val"] if task.lower_is_better

@@ -96,3 +96,12 @@ def test_no_valid_element_gives_zero_not_nan():
     loss = feature_loss(feat(Type.POINTER), torch.randn(1, 2, 3, 3), torch.zeros(1, 2, 3, dtype=torch.long),
                         torch.zeros(1, 2, dtype=torch.bool), torch.ones(1, 3, dtype=torch.bool))
     assert loss.item() == 0.0
+
+
+def test_relative_scalar_loss_is_the_lobster_metric():
+    f = Feature("distance", Stage.OUTPUT, Location.GRAPH, Type.SCALAR)
+    pred, truth = torch.tensor([2.0, 6.0]), torch.tensor([4.0, 5.0])
+    ones, nodes = torch.ones(2, dtype=torch.bool), torch.ones(2, 3, dtype=torch.bool)
+    got = feature_loss(f, pred, truth, ones, nodes, relative=True)
+    assert float(got) == pytest.approx((0.5 + 0.2) / 2)
+    assert float(feature_loss(f, pred, truth, ones, nodes)) == pytest.approx((4.0 + 1.0) / 2)
