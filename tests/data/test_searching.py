@@ -12,27 +12,9 @@ from hypothesis import strategies as st
 
 from relreason.data import generate, run_algorithm
 from relreason.data.algorithms import ALGORITHMS
-from relreason.data.specs import Type
+from probe_traces import array_probe, observed
 
 
-def array_probe(order: list[int]) -> list[int]:
-    """Each element points to its left neighbour in `order`; the first to itself."""
-    probe = list(range(len(order)))
-    for k in range(1, len(order)):
-        probe[order[k]] = order[k - 1]
-    return probe
-
-
-def observed(traj) -> list[dict]:
-    """A trajectory's hints per step, mask_one as indices and scalars as floats (the traces' form)."""
-    steps = []
-    for t in range(traj.length):
-        step = {}
-        for k, v in traj.hints.items():
-            kind = traj.spec[k].type
-            step[k] = int(np.argmax(v[t])) if kind is Type.MASK_ONE else v[t].tolist()
-        steps.append(step)
-    return steps
 
 
 def minimum_trace(keys) -> list[dict]:

@@ -15,17 +15,10 @@ from hypothesis import strategies as st
 
 from relreason.data import generate, run_algorithm
 from relreason.data.algorithms import ALGORITHMS
-from relreason.data.specs import Type
+from probe_traces import array_probe, observed
 
 SORTS = ("insertion_sort", "bubble_sort", "heapsort", "quicksort")
 
-
-def array_probe(order: list[int]) -> list[int]:
-    """Each element points to its left neighbour in `order`; the first to itself."""
-    probe = list(range(len(order)))
-    for k in range(1, len(order)):
-        probe[order[k]] = order[k - 1]
-    return probe
 
 
 def heap_probe(order: list[int], size: int) -> list[int]:
@@ -119,17 +112,6 @@ def quicksort_trace(keys) -> list[dict]:
 TRACES = {"insertion_sort": insertion_trace, "bubble_sort": bubble_trace, "heapsort": heapsort_trace,
           "quicksort": quicksort_trace}
 
-
-def observed(traj) -> list[dict]:
-    """A trajectory's hints per step, mask_one and categoricals as indices (the traces' form)."""
-    steps = []
-    for t in range(traj.length):
-        step = {}
-        for k, v in traj.hints.items():
-            kind = traj.spec[k].type
-            step[k] = int(np.argmax(v[t])) if kind in (Type.MASK_ONE, Type.CATEGORICAL) else v[t].tolist()
-        steps.append(step)
-    return steps
 
 
 def decode_order(pred: np.ndarray) -> list[int]:

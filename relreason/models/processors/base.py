@@ -38,6 +38,7 @@ from typing import Callable, Mapping
 import torch
 from torch import nn
 
+from relreason.errors import RelreasonError
 from relreason.registry import Registry
 
 
@@ -103,6 +104,17 @@ def register_processor(name: str, config: type, description: str, model_defaults
         return cls
 
     return add
+
+
+def check_config(cfg, minimums: Mapping[str, int], dropout: bool = False) -> None:
+    """Raises one RelreasonError naming every option of a processor config below its minimum
+    (and `dropout` outside [0, 1) when asked): the shared range check of the config dataclasses."""
+    bad = [f"processor.{name}={getattr(cfg, name)} (must be >= {low})" for name, low in minimums.items()
+           if getattr(cfg, name) < low]
+    if dropout and not 0.0 <= cfg.dropout < 1.0:
+        bad.append(f"processor.dropout={cfg.dropout} (must be in [0, 1))")
+    if bad:
+        raise RelreasonError("invalid processor options: " + ", ".join(bad), "the papers' values are the defaults")
 
 
 def masked_fill_value(x: torch.Tensor) -> float:

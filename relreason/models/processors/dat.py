@@ -52,7 +52,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from relreason.errors import RelreasonError
-from relreason.models.processors.base import Processor, State, masked_fill_value, register_processor
+from relreason.models.processors.base import Processor, State, check_config, masked_fill_value, register_processor
 
 
 class SymbolKind(str, enum.Enum):
@@ -258,13 +258,8 @@ class DualAttentionTransformer(Processor):
     def __init__(self, cfg: DATConfig, hidden: int):
         super().__init__(cfg, hidden)
         symbols = SymbolKind(cfg.symbols)
-        for name, low in (("width", 0), ("layers", 1), ("n_heads_sa", 0), ("n_heads_ra", 0), ("n_relations", 0),
-                          ("n_symbols", 0), ("symbol_heads", 1), ("max_positions", 1), ("ff_factor", 1)):
-            if getattr(cfg, name) < low:
-                raise RelreasonError(f"processor.{name} must be >= {low}, got {getattr(cfg, name)}",
-                                     "the paper's values are the defaults")
-        if not 0.0 <= cfg.dropout < 1.0:
-            raise RelreasonError(f"processor.dropout must be in [0, 1), got {cfg.dropout}", "use 0.0 to disable")
+        check_config(cfg, {"width": 0, "layers": 1, "n_heads_sa": 0, "n_heads_ra": 0, "n_relations": 0,
+                           "n_symbols": 0, "symbol_heads": 1, "max_positions": 1, "ff_factor": 1}, dropout=True)
         d = cfg.width or hidden
         total = cfg.n_heads_sa + cfg.n_heads_ra
         if total == 0:

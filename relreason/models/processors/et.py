@@ -55,7 +55,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from relreason.errors import RelreasonError
-from relreason.models.processors.base import Processor, State, masked_fill_value, register_processor
+from relreason.models.processors.base import Processor, State, check_config, masked_fill_value, register_processor
 
 
 @dataclass
@@ -220,13 +220,7 @@ class EdgeTransformerLayer(nn.Module):
 class EdgeTransformer(Processor):
     def __init__(self, cfg: ETConfig, hidden: int):
         super().__init__(cfg, hidden)
-        for name in ("width", "heads", "layers", "ff_factor", "chunk_mb"):
-            low = 0 if name == "width" else 1
-            if getattr(cfg, name) < low:
-                raise RelreasonError(f"processor.{name} must be >= {low}, got {getattr(cfg, name)}",
-                                     "the paper's values are the defaults")
-        if not 0.0 <= cfg.dropout < 1.0:
-            raise RelreasonError(f"processor.dropout must be in [0, 1), got {cfg.dropout}", "use 0.0 to disable")
+        check_config(cfg, {"width": 0, "heads": 1, "layers": 1, "ff_factor": 1, "chunk_mb": 1}, dropout=True)
         d = cfg.width or hidden
         if d % cfg.heads:
             raise RelreasonError(f"processor.width {d} is not divisible by processor.heads {cfg.heads}",

@@ -26,7 +26,7 @@ from torch import nn
 from relreason.errors import RelreasonError
 from relreason.models.encoders import EdgeInput, linear
 from relreason.models.processors.base import Processor, State, masked_fill_value, register_processor
-from relreason.models.processors.mpnn import MPNN, MPNNConfig, _MessageMax
+from relreason.models.processors.mpnn import MPNN, MPNNConfig
 
 # Elements of one triplet chunk (B, c, N, N, T) computed at a time: 2^24 floats = 64 MB.
 TRIPLET_CHUNK_ELEMENTS = 1 << 24
@@ -182,12 +182,7 @@ class TripletGMPNN(MPNN):
     def forward(self, node_in, edge_in, graph_in, state: State, adj, node_mask) -> State:
         # the MPNN's message step (mpnn.py), keeping the aggregate for the gate
         z = torch.cat([node_in, state.node], -1)  # (B, N, 2H)
-        receiver = self.m1(z)[:, None, :, :]  # (B, 1, N, H)
-        sender = (self.m2(z) + self.mg(graph_in)[:, None, :])[:, :, None, :]  # (B, N, 1, H)
-        msgs = edge_linear(edge_in, self.me.weight, self.me.bias, add=receiver + sender)  # (B, S, R, H)
-        allowed = node_mask[:, :, None]  # (B, S, 1): padded senders never send
-        params = [t for layer in self.mlp for t in (layer.weight, layer.bias)]
-        agg = _MessageMax.apply(msgs, None if bool(allowed.all()) else allowed, *params)  # (B, N, H)
+        agg = self.aggregate(z, edge_in, graph_in, adj, node_mask)  # (B, N, H)
         out = torch.relu(self.o1(z) + self.o2(agg))
         if self.ln is not None:
             out = self.ln(out)

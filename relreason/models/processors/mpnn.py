@@ -96,19 +96,6 @@ def fused_linear(x: torch.Tensor, *layers: nn.Linear) -> tuple[torch.Tensor, ...
     return torch.nn.functional.linear(x, w, b).split([layer.out_features for layer in layers], -1)
 
 
-def message_max(msgs: torch.Tensor, allowed: torch.Tensor | None, *params: torch.Tensor) -> torch.Tensor:
-    """max over allowed senders (axis 1) of MLP(relu(msgs)) for already summed messages (B, N, N, H)."""
-    zero = msgs.new_zeros(msgs.shape[0], msgs.shape[1], 1, msgs.shape[3])
-    return _Messages.apply(msgs, zero, msgs.new_zeros(*msgs.shape[:3], 0), msgs.new_zeros(0, msgs.shape[3]),
-                           allowed, *params)
-
-
-class _MessageMax:
-    """Kept for callers of the earlier interface (gnn.py); `MPNN.aggregate` or `message_max` are the API."""
-
-    apply = staticmethod(message_max)
-
-
 class _Messages(torch.autograd.Function):
     """agg[b, j] = max over allowed senders i of MLP(relu(receiver[b, j] + sender[b, i] + raw[b, i, j] @ wc)),
     MLP = (Linear, ReLU)* Linear; 0 for a receiver with no allowed sender.

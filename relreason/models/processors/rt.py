@@ -33,7 +33,7 @@ from torch import nn
 
 from relreason.errors import RelreasonError
 from relreason.models.encoders import EdgeInput, linear
-from relreason.models.processors.base import Processor, State, masked_fill_value, register_processor
+from relreason.models.processors.base import Processor, State, check_config, masked_fill_value, register_processor
 from relreason.models.processors.gnn import edge_linear
 
 
@@ -59,16 +59,9 @@ class RTConfig:
     global_vector: GlobalVector = GlobalVector.CAT  # authors' run.py graph_vec default
 
     def __post_init__(self) -> None:
-        check_positive(self, ("heads", "head_dim", "edge_dim", "node_hidden", "edge_hidden_1", "edge_hidden_2",
-                              "layers"))
+        check_config(self, dict.fromkeys(("heads", "head_dim", "edge_dim", "node_hidden", "edge_hidden_1",
+                                          "edge_hidden_2", "layers"), 1))
         self.global_vector = parse_global_vector(self.global_vector)
-
-
-def check_positive(cfg, names: tuple[str, ...]) -> None:
-    """Raises RelreasonError naming every size in `names` that is below 1."""
-    bad = [f"processor.{name}={getattr(cfg, name)}" for name in names if getattr(cfg, name) < 1]
-    if bad:
-        raise RelreasonError(f"sizes must be >= 1: {', '.join(bad)}", "the paper's tuned values are the defaults")
 
 
 def parse_global_vector(value: GlobalVector | str) -> GlobalVector:

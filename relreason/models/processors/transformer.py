@@ -15,9 +15,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from relreason.models.encoders import linear
-from relreason.models.processors.base import Processor, State, register_processor
-from relreason.models.processors.rt import (GlobalVector, InputProjection, NodeBlock, check_positive,
-                                            parse_global_vector)
+from relreason.models.processors.base import Processor, State, check_config, register_processor
+from relreason.models.processors.rt import (GlobalVector, InputProjection, NodeBlock, parse_global_vector)
 
 
 @dataclass
@@ -31,7 +30,7 @@ class TransformerConfig:
     global_vector: GlobalVector = GlobalVector.CAT  # as RT (authors' run.py default)
 
     def __post_init__(self) -> None:
-        check_positive(self, ("heads", "head_dim", "node_hidden", "layers"))
+        check_config(self, dict.fromkeys(("heads", "head_dim", "node_hidden", "layers"), 1))
         self.global_vector = parse_global_vector(self.global_vector)
 
 
