@@ -72,8 +72,11 @@ def train_cmd(
         return
     err.print(f"run: {result.run_dir}  ({result.examples} examples, {result.seconds:.0f} s, "
               f"best validation {result.best_val:.4f} at {result.best_examples} examples)")
+    from relreason.tasks import TASKS
+
+    metric = ": relative loss, lower is better" if TASKS.get(task).metric == "relative_loss" else ""
     out.print(rich_table(score_rows(result.test), ["feature", "score"],
-                         f"{model} on {task}: test (OOD, n={result.test_size})"))
+                         f"{model} on {task}: test (OOD, n={result.test_size}){metric}"))
 
 
 @report_errors
@@ -108,6 +111,8 @@ def eval_cmd(
         out.print_json(json.dumps(res))
         return
     title = f"{res['model']} on {res['task']}: {res['split']} (n={res['size']}, {res['num']} samples)"
+    if res["metric"] == "relative_loss":
+        title += ": relative loss, lower is better"
     out.print(rich_table(score_rows(res), ["feature", "score"], title))
     err.print(f"checkpoint: {res['checkpoint']}")
 
