@@ -18,10 +18,9 @@ processor that ignores `state` silently learns through the predicted hints alone
 the width of the returned edge state (0 when the processor has none); decoders read it for edge
 features and, with `pointer_decoding: edge`, for pointers. `node_dim` is D, the width of the
 returned node (and graph) state: `hidden` unless the processor works at its own width (the RT's
-12 heads x 16 = 192), in which case it projects its inputs itself; decoders read `node_dim`. 
-`carry_edge` says whether the edge state
-is fed back next step (RT, ET) or only read by the decoders of this step (Triplet-GMPNN's triplet
-messages).
+12 heads x 16 = 192), in which case it projects its inputs itself; decoders read `node_dim`.
+`carry_edge` says whether the edge state is fed back next step (RT, ET) or only read by the decoders
+of this step (Triplet-GMPNN's triplet messages).
 
 Processors register with their typed config dataclass, so recipes and `--set` are validated
 against it before anything is built:
@@ -32,6 +31,7 @@ against it before anything is built:
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
@@ -49,7 +49,7 @@ class State:
     graph: torch.Tensor | None = None  # (B, H)
 
 
-class Processor(nn.Module):
+class Processor(nn.Module, abc.ABC):
     """Base class: subclasses set `edge_dim` / `carry_edge` and implement `forward`."""
 
     edge_dim: int = 0
@@ -75,9 +75,10 @@ class Processor(nn.Module):
         return State(torch.zeros(batch, n, self.node_dim, device=device, dtype=dtype), edge,
                      torch.zeros(batch, self.node_dim, device=device, dtype=dtype))
 
+    @abc.abstractmethod
     def forward(self, node_in: torch.Tensor, edge_in: torch.Tensor, graph_in: torch.Tensor, state: State,
                 adj: torch.Tensor, node_mask: torch.Tensor) -> State:
-        raise NotImplementedError  # abstract: every registered processor overrides it
+        """One algorithm step: the new State (see the module docstring)."""
 
 
 @dataclass(frozen=True)
