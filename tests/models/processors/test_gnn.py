@@ -12,7 +12,6 @@ import torch
 import torch.nn.functional as F
 
 from relreason.errors import RelreasonError
-from relreason.models.encoders import EdgeInput
 from relreason.models.processors import PROCESSORS, State
 from relreason.models.processors import gnn
 
@@ -245,22 +244,6 @@ def test_padded_nodes_change_nothing(name):
     torch.testing.assert_close(b.node[:, :4], a.node)
     if a.edge is not None:
         torch.testing.assert_close(b.edge[:, :4, :4], a.edge)
-
-
-@pytest.mark.parametrize("name", GNN_NAMES)
-def test_factored_edges_give_the_dense_result(name):
-    p = build(name)
-    node_in, edge_in, graph_in, state, adj, mask = random_inputs(2, 4, pad=1)
-    g = torch.Generator().manual_seed(3)
-    factored = EdgeInput(torch.randn(2, 4, 4, 3, generator=g, dtype=torch.float64),
-                         torch.randn(3, H, generator=g, dtype=torch.float64),
-                         torch.randn(H, generator=g, dtype=torch.float64))
-    assert p.factored_edges
-    a = p(node_in, factored, graph_in, state, adj, mask)
-    b = p(node_in, factored.dense(), graph_in, state, adj, mask)
-    torch.testing.assert_close(a.node, b.node)
-    if a.edge is not None:
-        torch.testing.assert_close(a.edge, b.edge)
 
 
 @pytest.mark.parametrize("name", GNN_NAMES)

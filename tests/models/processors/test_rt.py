@@ -12,7 +12,6 @@ import torch
 import torch.nn.functional as F
 
 from relreason.errors import RelreasonError
-from relreason.models.encoders import EdgeInput
 from relreason.models.processors import PROCESSORS, State
 from relreason.models.processors.rt import GlobalVector, RTConfig
 
@@ -215,22 +214,6 @@ def test_transformer_is_standard_multi_head_attention():
                 attn[b, i, s] = sum(aa * (wv @ n[b, j] + bv)[s] for aa, j in zip(a, js))
     want = layer.node_block(n, attn)
     torch.testing.assert_close(p(node_in, edge_in, graph_in, state, adj, mask).node[:, :3], want[:, :3])
-
-
-@pytest.mark.parametrize("name", ["rt", "transformer"])
-def test_factored_edges_give_the_dense_result(name):
-    p = build(name)
-    node_in, _, graph_in, state, adj, mask = random_inputs(p, 2, 4)
-    g = torch.Generator().manual_seed(3)
-    factored = EdgeInput(torch.randn(2, 4, 4, 2, generator=g, dtype=torch.float64),
-                         torch.randn(2, H, generator=g, dtype=torch.float64),
-                         torch.randn(H, generator=g, dtype=torch.float64))
-    assert p.factored_edges
-    a = p(node_in, factored, graph_in, state, adj, mask)
-    b = p(node_in, factored.dense(), graph_in, state, adj, mask)
-    torch.testing.assert_close(a.node, b.node)
-    if a.edge is not None:
-        torch.testing.assert_close(a.edge, b.edge)
 
 
 VARIANTS = [("rt", {}), ("rt", {"global_vector": "core"}), ("rt", {"edge_updates": False}), ("rt", {"layers": 1}),
