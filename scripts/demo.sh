@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 R=.venv/bin/relreason
 $R generate bellman_ford --split test --force
-$R show data/bellman_ford/test.safetensors | head -32
+$R show data/bellman_ford/test.safetensors
 $R train mpnn bellman_ford --recipe quick
 $R eval --ood 64

@@ -45,6 +45,9 @@ def report_errors(fn: Callable) -> Callable:
         except KeyboardInterrupt:
             err.print("Interrupted.")
             raise typer.Exit(130) from None
+        except BrokenPipeError:  # `relreason show ... | head`: the reader left; stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(0) from None
         except Exception as e:  # noqa: BLE001 - last line of defence: one line, no traceback
             if debug():
                 raise
