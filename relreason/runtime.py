@@ -1,9 +1,10 @@
-"""Process-level settings for training and evaluation on CPU."""
+"""Process-level helpers shared by training, evaluation and the CLI: allocator settings, progress bars."""
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import sys
 
 
@@ -19,3 +20,12 @@ def keep_freed_memory() -> bool:
     libc = ctypes.CDLL(name)
     m_trim_threshold, m_mmap_threshold = -1, -3  # mallopt parameter ids (malloc.h)
     return bool(libc.mallopt(m_mmap_threshold, 1 << 30)) and bool(libc.mallopt(m_trim_threshold, 1 << 31))
+
+
+def progress(total: int, desc: str, unit: str = "it", disable: bool = False, **kwargs):
+    """A tqdm progress bar on stderr (RELREASON_PROGRESS=0 silences every bar)."""
+    from tqdm import tqdm
+
+    disable = disable or os.environ.get("RELREASON_PROGRESS") == "0"
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=disable, dynamic_ncols=True,
+                leave=False, **kwargs)

@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 
 from relreason.errors import RelreasonError
+from relreason.runtime import progress  # noqa: F401  (re-exported for the commands)
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -56,15 +57,6 @@ def report_errors(fn: Callable) -> Callable:
             raise typer.Exit(2) from None
 
     return wrapper
-
-
-def progress(total: int, desc: str, unit: str = "it", disable: bool = False, **kwargs):
-    """A tqdm progress bar on stderr (RELREASON_PROGRESS=0 silences every bar)."""
-    from tqdm import tqdm
-
-    disable = disable or os.environ.get("RELREASON_PROGRESS") == "0"
-    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=disable, dynamic_ncols=True,
-                leave=False, **kwargs)
 
 
 # Shared option aliases (one definition, used by every command that takes them).

@@ -26,7 +26,7 @@ from relreason.config import Config
 from relreason.data.specs import spec_hash
 from relreason.errors import RelreasonError
 from relreason.eval.evaluate import evaluate_dataset, step_indices, trim
-from relreason.runtime import keep_freed_memory
+from relreason.runtime import keep_freed_memory, progress
 from relreason.tasks import TASKS
 from relreason.train import checkpoint as ckpt
 
@@ -138,10 +138,8 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
         _append(run_dir / "metrics.jsonl", rec)
         return float(scores.score)
 
-    from relreason.cli.common import progress as make_bar
-
     total = t.train_examples
-    bar = make_bar(total, f"{cfg.model_name} {cfg.task}", unit="ex", disable=not show_progress,
+    bar = progress(total, f"{cfg.model_name} {cfg.task}", unit="ex", disable=not show_progress,
                    initial=state["examples"])
     interrupted = False
     started = time.time() - state["seconds"]

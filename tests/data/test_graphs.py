@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from graph_references import bellman_ford_distances
 from relreason.data import generate, run_algorithm
 from relreason.data.algorithms.graphs import KruskalPhase, _extract_min, _sorted_edges
 from relreason.data import samplers
@@ -37,17 +38,6 @@ def bfs_levels(A: np.ndarray, s: int) -> np.ndarray:
                 level[j] = level[i] + 1
                 queue.append(j)
     return level
-
-
-def bellman_ford_distances(A: np.ndarray, s: int) -> np.ndarray:
-    """n - 1 rounds of relaxing every edge A[u, v] != 0 (inf where unreachable)."""
-    n = len(A)
-    dist = np.full(n, np.inf)
-    dist[s] = 0.0
-    for _ in range(n - 1):
-        for u, v in zip(*np.nonzero(A)):
-            dist[v] = min(dist[v], dist[u] + A[u, v])
-    return dist
 
 
 def heap_dijkstra(A: np.ndarray, s: int) -> np.ndarray:

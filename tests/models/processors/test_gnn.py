@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from relreason.errors import RelreasonError
+from processor_fit import fit_node_target
 from relreason.models.processors import PROCESSORS, State
 from relreason.models.processors import gnn
 
@@ -273,19 +274,7 @@ def fit(p, steps: int, n: int = 5, batch: int = 8) -> tuple[float, float]:
     adj = (torch.rand(batch, n, n, generator=g) < 0.5) | torch.eye(n, dtype=torch.bool)
     mask = torch.ones(batch, n, dtype=torch.bool)
     target = node_in[..., 0].unsqueeze(2).expand(-1, -1, n).masked_fill(~adj, -1e9).amax(1)  # (B, N)
-    readout = torch.nn.Linear(p.node_dim, 1)
-    opt = torch.optim.Adam([*p.parameters(), *readout.parameters()], lr=3e-3)
-    losses = []
-    for _ in range(steps):
-        state = p.initial_state(batch, n, node_in.device)
-        for _ in range(2):
-            state = p(node_in, edge_in, graph_in, state, adj, mask)
-        loss = F.mse_loss(readout(state.node).squeeze(-1), target)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return losses[0], losses[-1]
+    return fit_node_target(p, node_in, edge_in, graph_in, adj, mask, target, steps)
 
 
 @pytest.mark.parametrize("name", GNN_NAMES)

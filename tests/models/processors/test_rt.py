@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from relreason.errors import RelreasonError
+from processor_fit import fit_node_target
 from relreason.models.processors import PROCESSORS, State
 from relreason.models.processors.rt import GlobalVector, RTConfig
 
@@ -272,16 +273,5 @@ def test_each_variant_lowers_a_simple_loss(name, overrides):
     graph_in = torch.randn(batch, 16, generator=g)
     adj, mask = torch.ones(batch, n, n, dtype=torch.bool), torch.ones(batch, n, dtype=torch.bool)
     target = (node_in[:, None, :, 0] + edge_in[..., 0]).amax(2)  # (B, N)
-    readout = torch.nn.Linear(p.node_dim, 1)
-    opt = torch.optim.Adam([*p.parameters(), *readout.parameters()], lr=3e-3)
-    losses = []
-    for _ in range(40):
-        state = p.initial_state(batch, n, node_in.device)
-        for _ in range(2):
-            state = p(node_in, edge_in, graph_in, state, adj, mask)
-        loss = F.mse_loss(readout(state.node).squeeze(-1), target)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    assert losses[-1] < 0.5 * losses[0], (losses[0], losses[-1])
+    first, last = fit_node_target(p, node_in, edge_in, graph_in, adj, mask, target, steps=40)
+    assert last < 0.5 * first, (first, last)
