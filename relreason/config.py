@@ -1,20 +1,37 @@
-"""Typed configuration: defaults < recipe (YAML diff) < `--set section.key=value` overrides.
+"""Typed configuration, resolved from layers and auditable line by line.
 
-A run's configuration has four sections:
-- `data`: which splits to train and test on (canonical CLRS-30 sizes by default);
-- `model`: the encode-process-decode options (`relreason.models.config.ModelConfig`);
-- `processor`: the options of the selected processor (its registered config dataclass, whose
-  defaults are its paper's settings);
+A run's configuration has up to four sections:
+- `data`: what the task trains and tests on; its dataclass depends on the task kind (CLRS graph
+  algorithms, lobster graphs, CLRS-Text), so `--print-config` never shows keys that do not apply;
+- `model`: for NAR models the encode-process-decode options (`relreason.models.config.ModelConfig`);
+  for text models the text model's own config;
+- `processor` (NAR models only): the processor's config dataclass, whose defaults are its paper's;
 - `train`: optimisation and the validation schedule.
 
-Everything a user writes is validated against the dataclasses before anything is built: unknown
-keys and wrong types are all reported at once, each with its path (`train.lr: expected float, got 'x'`).
+Layers, lowest first (each later one overrides; `Config.sources` records which layer set each key):
+1. `default`: the dataclass defaults (the CLRS-30 reference protocol);
+2. `model NAME`: what the model's paper sets unlike the CLRS defaults (e.g. the RT decodes pointers
+   from edges);
+3. `task NAME`: what the task needs (e.g. lobsters: no hints, many processor iterations);
+4. `recipe NAME`: a YAML recipe (a diff; `inherit:` chains recipes, `inherit: paper` means the
+   paper recipe of the model and task being trained). Without `--recipe` the paper recipe of the
+   model (`recipes/<model>.yaml`; for lobsters `recipes/lobster_<model>.yaml`) is used, `default`
+   where the model has none. A recipe may scope diffs to models or tasks (`models: {rt: {...}}`,
+   `tasks: {lobster: {...}}`), and its line comments are the sources `--print-config` shows;
+5. `ablation NAME`: the variant's delta (ablate only);
+6. `--set`: command-line overrides.
+
+Everything is validated against the dataclasses before anything is built: unknown keys and wrong
+types are all reported at once with their path (`train.lr: expected a number, got 'x'`), and range
+checks reject values no run can use (never replaced by defaults).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import math
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -25,55 +42,168 @@ import yaml
 
 from relreason.errors import RelreasonError
 
-RECIPE_DIR = Path(__file__).parent / "recipes"
+
+def _recipe_dir() -> Path:
+    """Where the YAML recipes live: the top-level `recipes/` of a source checkout, shipped inside the
+    wheel as the `relreason.recipes` package data."""
+    import importlib.resources
+
+    return Path(str(importlib.resources.files("relreason.recipes")))
+
+
+RECIPE_DIR = _recipe_dir()
+PAPER = "paper"  # `inherit: paper`: the paper recipe of the model and task being trained
+
+
+class DataStream(str, enum.Enum):
+    """Where training batches come from."""
+
+    CANONICAL = "canonical"  # random batches of the fixed train split (CLRS-30, the RT paper)
+    IBARZ = "ibarz"  # fresh samples every batch, sizes 4..16, random edge densities (Ibarz et al. 2022)
 
 
 @dataclass
-class DataConfig:
+class ClrsDataConfig:
+    """Data of the CLRS-30 graph algorithms (and of several of them at once)."""
+
     train_size: int = 16  # CLRS-30 trains on n = 16
-    train_num: int = 1000  # CLRS-30 canonical train split (the RT paper uses 10,000)
+    train_num: int = 1000  # CLRS-30 canonical train split (the RT paper's run.py: 10,000)
     val_size: int = 16  # validation is in-distribution, as in the benchmark
     test_size: int = 64  # the OOD test size of CLRS-30
+    val_num: int | None = None  # validation samples; null: the benchmark's 32 x per-algorithm multiplier
+    test_num: int | None = None  # test samples; null: the benchmark's 32 x per-algorithm multiplier
+    stream: DataStream = DataStream.CANONICAL  # canonical split, or the Ibarz et al. fresh-sample stream
+    stream_sizes: tuple[int, ...] = (4, 7, 11, 13, 16)  # ibarz stream: training sizes (run.py train_lengths)
     data_dir: str = "data"  # canonical splits are generated once and cached here
+
+    def unused(self) -> set[str]:
+        """Keys that do not apply to this configuration (hidden by --print-config)."""
+        if self.stream is DataStream.IBARZ:
+            return {"train_size", "train_num"}
+        return {"stream_sizes"}
+
+    def problems(self) -> list[str]:
+        out = [f"data.{k} must be at least 2 nodes, got {getattr(self, k)}"
+               for k in ("train_size", "val_size", "test_size") if getattr(self, k) < 2]
+        out += [f"data.{k} must be positive, got {getattr(self, k)}"
+                for k in ("train_num", "val_num", "test_num") if getattr(self, k) is not None and getattr(self, k) <= 0]
+        if not self.stream_sizes or any(s < 2 for s in self.stream_sizes):
+            out.append(f"data.stream_sizes must be a non-empty list of sizes >= 2, got {list(self.stream_sizes)}")
+        return out
+
+
+@dataclass
+class LobsterDataConfig:
+    """Data of the lobster shortest-path benchmark (train/validation backbones 4..33, as the RT paper)."""
+
+    train_num: int = 2000  # training lobsters
+    val_num: int = 200  # validation lobsters (backbones 4..33, in distribution)
+    test_num: int = 200  # OOD test lobsters
+    test_backbone: int = 100  # the RT paper's OOD backbone length (about 124 nodes with the leaves)
+    data_dir: str = "data"  # splits are generated once and cached here
+
+    def unused(self) -> set[str]:
+        return set()
+
+    def problems(self) -> list[str]:
+        out = [f"data.{k} must be positive, got {getattr(self, k)}"
+               for k in ("train_num", "val_num", "test_num") if getattr(self, k) <= 0]
+        if self.test_backbone < 2:
+            out.append(f"data.test_backbone must be at least 2, got {self.test_backbone}")
+        return out
+
+
+@dataclass
+class TextDataConfig:
+    """Data of CLRS-Text tasks (relreason.data.text): question/answer text and, for TransNAR, its graph form.
+
+    Examples are drawn from the reference's text streams in memory (drawing is cheap; each batch is run
+    and rendered when used, text and graph form from the same arrays), so nothing is cached on disk.
+    Counts are per (algorithm, size): a preset split's pieces of one size, in order, cut to the count."""
+
+    preset: str = "paper"  # named splits: paper = TransNAR's (train sizes 4..8 and 12, 70/30 train/val)
+    hints: bool = False  # answers carry the hint trace (CLRS-Text `trace | ...`)
+    train_num: int | None = None  # training examples per (algorithm, size); null: the preset's (7,000 in `paper`)
+    val_num: int | None = 64  # validation examples per (algorithm, size): greedy decoding of each is the cost; null: all
+    test_num: int | None = None  # test examples per (algorithm, size); null: 5 seeds x 125 = 625 (the reference's)
+    test_sizes: tuple[int, ...] = (10, 12, 14)  # TransNAR: interpolation, in distribution, extrapolation
+
+    def unused(self) -> set[str]:
+        return set()
+
+    def problems(self) -> list[str]:
+        from relreason.data.text import TEXT_PRESETS
+
+        out = []
+        if self.preset not in TEXT_PRESETS:
+            out.append(f"data.preset {self.preset!r} is not a text preset ({', '.join(TEXT_PRESETS.names())})")
+        out += [f"data.{k} must be positive or null, got {getattr(self, k)}"
+                for k in ("train_num", "val_num", "test_num") if getattr(self, k) is not None and getattr(self, k) <= 0]
+        if not self.test_sizes or any(n < 1 for n in self.test_sizes) or len(set(self.test_sizes)) < len(self.test_sizes):
+            out.append(f"data.test_sizes must be a non-empty list of distinct sizes >= 1, got {list(self.test_sizes)}")
+        return out
 
 
 @dataclass
 class TrainConfig:
     batch_size: int = 32  # reference default
     lr: float = 1e-3  # reference Adam learning rate
-    grad_clip: float = 1.0  # global-norm clipping, reference default
+    grad_clip: float | None = 1.0  # global-norm clipping, reference default; null: no clipping
     train_examples: int = 320_000  # 10,000 steps x batch 32, the reference schedule
     eval_every_examples: int = 1_600  # every 50 steps x batch 32, as the reference
-    eval_batch_size: int = 32  # evaluation batch; does not change the scores
+    eval_batch_size: int | None = None  # evaluation batch; null: as large as memory allows (scores do not change)
     seed: int = 42  # model init, batch order and every noise draw derive from it
-    device: str = "auto"  # auto | cpu | cuda
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
     threads: int = 0  # torch intra-op threads; 0 leaves torch's default
+
+    def problems(self) -> list[str]:
+        out = [f"train.{k} must be positive, got {getattr(self, k)}"
+               for k in ("batch_size", "train_examples", "eval_every_examples") if getattr(self, k) <= 0]
+        if self.eval_batch_size is not None and self.eval_batch_size <= 0:
+            out.append(f"train.eval_batch_size must be positive or null (automatic), got {self.eval_batch_size}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            out.append(f"train.lr must be a positive finite number, got {self.lr}")
+        if self.grad_clip is not None and not (math.isfinite(self.grad_clip) and self.grad_clip > 0):
+            out.append(f"train.grad_clip must be positive (or null for no clipping), got {self.grad_clip}")
+        if self.seed < 0:
+            out.append(f"train.seed must be non-negative, got {self.seed}")
+        if self.threads < 0:
+            out.append(f"train.threads must be 0 (torch's default) or positive, got {self.threads}")
+        if self.device not in ("auto", "cpu", "cuda") and not re.fullmatch(r"cuda:\d+", self.device):
+            out.append(f"train.device {self.device!r} must be auto, cpu, cuda or cuda:N")
+        return out
 
 
 SECTIONS = ("data", "model", "processor", "train")
-
-
-def _model_config_cls():
-    from relreason.models.config import ModelConfig
-
-    return ModelConfig
 
 
 @dataclass
 class Config:
     """A resolved run configuration (what `--print-config` shows and checkpoints store)."""
 
-    model_name: str  # processor registry name, e.g. "mpnn", "rt"
-    task: str  # algorithm (or task) name, e.g. "bellman_ford"
-    data: DataConfig = field(default_factory=DataConfig)
-    model: Any = None  # ModelConfig
-    processor: Any = None  # the processor's config dataclass
+    model_name: str  # model registry name, e.g. "mpnn", "rt", "text_transformer"
+    task: str  # a task, or a comma list / group of tasks for multi-task training ("core8")
+    data: Any = None  # the task kind's data config
+    model: Any = None  # ModelConfig (NAR models) or the text model's config
+    processor: Any = None  # NAR models: the processor's config dataclass; text models: None
     train: TrainConfig = field(default_factory=TrainConfig)
-    recipe: str | None = None
+    recipe: str | None = None  # the recipe that was applied (resolved name; "default" when none)
+    # "section.key" -> the layer that set it ("recipe rt: paper Table 5"); not part of the config itself
+    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def sections(self) -> tuple[str, ...]:
+        return tuple(s for s in SECTIONS if getattr(self, s) is not None)
 
     def to_dict(self) -> dict:
         return {"model_name": self.model_name, "task": self.task, "recipe": self.recipe,
-                **{s: to_plain(getattr(self, s)) for s in SECTIONS}}
+                **{s: to_plain(getattr(self, s)) for s in self.sections()}}
+
+    @property
+    def tasks(self) -> list[str]:
+        """The task names this config trains on (groups expanded)."""
+        from relreason.tasks import expand_tasks
+
+        return expand_tasks(self.task)
 
 
 def to_plain(obj: Any) -> Any:
@@ -148,6 +278,9 @@ def _coerce(value: Any, tp: Any, path: str, errors: list[str]) -> Any:
 
 
 def _type_name(tp: Any) -> str:
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if args and len(args) < len(typing.get_args(tp)):
+        return " or ".join(_type_name(a) for a in args) + " or null"
     return getattr(tp, "__name__", str(tp)).replace("typing.", "")
 
 
@@ -169,11 +302,19 @@ def apply_updates(obj: Any, updates: dict, prefix: str, errors: list[str]) -> An
                                                     f" (known: {', '.join(sorted(names))})"))
             continue
         changes[key] = _coerce(value, hints[key], path, errors)
-    return dataclasses.replace(obj, **changes) if changes else obj
+    if not changes:
+        return obj
+    try:
+        return dataclasses.replace(obj, **changes)
+    except RelreasonError as e:  # a dataclass's own range check (__post_init__)
+        errors.append(e.message)
+        return obj
 
+
+# -- recipes -------------------------------------------------------------------------------------
 
 def find_recipe(recipe: str) -> Path:
-    """A recipe name (`quick`, `rt`) in relreason/recipes/, or a path to a YAML file."""
+    """A recipe name (`quick`, `rt`) in recipes/, or a path to a YAML file."""
     path = Path(recipe)
     if path.suffix in (".yaml", ".yml") or path.exists():
         if not path.is_file():
@@ -194,21 +335,94 @@ def recipe_names() -> list[str]:
     return sorted(p.stem for p in RECIPE_DIR.glob("*.yaml"))
 
 
-def load_recipe(recipe: str, _seen: tuple[str, ...] = ()) -> dict:
-    """A recipe's config tree. `inherit: NAME` takes another recipe as the base of this one's diff."""
+RECIPE_KEYS = ("inherit", "deviation", "models", "tasks") + SECTIONS  # what a recipe file may hold
+
+
+@dataclass
+class Layer:
+    """One source of configuration values, with the comments that justify them."""
+
+    label: str  # "recipe rt", "--set", ...
+    tree: dict  # {section: {key: value}}
+    comments: dict[tuple[str, ...], str] = field(default_factory=dict)  # key path -> line comment
+
+
+def read_recipe(recipe: str) -> tuple[dict, dict[tuple[str, ...], str]]:
+    """A recipe file's mapping and its line comments by key path (("train", "lr") -> "paper Table 5")."""
     path = find_recipe(recipe)
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        text = path.read_text()
+        data = yaml.safe_load(text) or {}
     except yaml.YAMLError as e:
         raise RelreasonError(f"recipe {path} is not valid YAML: {str(e).splitlines()[0]}", "fix the file") from None
+    except OSError as e:
+        raise RelreasonError(f"cannot read recipe {path}: {e.strerror}", "check the path and its permissions") from None
     if not isinstance(data, dict):
         raise RelreasonError(f"recipe {path} must be a mapping of sections", f"sections: {', '.join(SECTIONS)}")
-    parent = data.pop("inherit", None)
-    if parent is None:
-        return data
-    if parent in _seen or parent == recipe:
-        raise RelreasonError(f"recipe {path} inherits from itself through {parent!r}", "break the cycle")
-    return merge(load_recipe(str(parent), _seen + (recipe,)), data)
+    unknown = [k for k in data if k not in RECIPE_KEYS]
+    if unknown:
+        raise RelreasonError(f"recipe {path}: unknown top-level key(s) {', '.join(map(str, unknown))}",
+                             f"a recipe holds: {', '.join(RECIPE_KEYS)}")
+    return data, _line_comments(text)
+
+
+def _line_comments(text: str) -> dict[tuple[str, ...], str]:
+    """Trailing `# comments` of a block-style YAML mapping, keyed by the path of the key on that line."""
+    out: dict[tuple[str, ...], str] = {}
+    stack: list[tuple[int, str]] = []  # (indent, key) of the enclosing keys
+    for line in text.splitlines():
+        m = re.match(r"^(\s*)([A-Za-z_][\w\-]*)\s*:(.*)$", line)
+        if not m:
+            continue
+        indent, key, rest = len(m.group(1)), m.group(2), m.group(3)
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        stack.append((indent, key))
+        comment = re.search(r"\s#\s?(.*)$", rest)
+        if comment:
+            out[tuple(k for _, k in stack)] = comment.group(1).strip()
+    return out
+
+
+def recipe_layers(recipe: str, model: str, task: str, kind: str, _seen: tuple[str, ...] = ()) -> list[Layer]:
+    """The layers of a recipe, its `inherit:` chain first, scoped `models:` / `tasks:` diffs after its own."""
+    if recipe == PAPER:
+        recipe = paper_recipe(model, task)
+    if recipe in _seen:
+        raise RelreasonError(f"recipe {recipe!r} inherits from itself through {' -> '.join(_seen)}", "break the cycle")
+    data, comments = read_recipe(recipe)
+    name = Path(recipe).stem if recipe.endswith((".yaml", ".yml")) else recipe
+    layers: list[Layer] = []
+    parent = data.get("inherit")
+    if parent is not None:
+        layers += recipe_layers(str(parent), model, task, kind, _seen + (recipe,))
+    own = {k: v for k, v in data.items() if k in SECTIONS}
+    layers.append(Layer(f"recipe {name}", own, comments))
+    for scope, key in (("models", model), ("tasks", task), ("tasks", kind)):
+        scoped = data.get(scope) or {}
+        if not isinstance(scoped, dict):
+            raise RelreasonError(f"recipe {name}: `{scope}:` must map names to config diffs", "see recipes/quick.yaml")
+        if key in scoped:
+            sub = {(p[2:]): c for p, c in comments.items() if p[:2] == (scope, key)}
+            layers.append(Layer(f"recipe {name} ({key})", scoped[key] or {}, sub))
+    return layers
+
+
+def recipe_deviation(recipe: str) -> str | None:
+    """The recipe's own statement of how it deviates from the papers' protocols (printed by train)."""
+    data, _ = read_recipe(recipe)
+    dev = data.get("deviation")
+    return str(dev).strip() if dev else None
+
+
+def paper_recipe(model: str, task: str) -> str:
+    """The recipe that reproduces the model's paper on this task: `recipes/<model>.yaml` for CLRS and
+    text tasks, `recipes/<kind>_<model>.yaml` for other task kinds (lobster_rt); `default` otherwise."""
+    from relreason.tasks import task_kind
+
+    kind = task_kind(task)
+    name = model if kind in ("clrs", "text") else f"{kind}_{model}"
+    return name if (RECIPE_DIR / f"{name}.yaml").is_file() else "default"
 
 
 def parse_overrides(items: list[str]) -> dict:
@@ -240,55 +454,145 @@ def merge(*trees: dict) -> dict:
     return out
 
 
-def build_config(model_name: str, task: str, recipe: str | None = None, overrides: list[str] | dict | None = None,
-                 base: dict | None = None) -> Config:
-    """Resolves defaults < the processor's and the task's own defaults < recipe < overrides into a
-    validated Config (all errors reported at once)."""
-    from relreason.models.processors import PROCESSORS
-    from relreason.tasks import TASKS
+def keys_of(tree: dict) -> set[str]:
+    """{"section.key", ...} set by a config tree."""
+    return {f"{s}.{k}" for s, values in tree.items() if isinstance(values, dict) for k in values}
 
-    entry = PROCESSORS.get(model_name)
-    task_entry = TASKS.get(task)
-    tree = merge({"model": dict(entry.model_defaults)}, {k: dict(v) for k, v in task_entry.defaults.items()}, base or {}, load_recipe(recipe) if recipe else {},
-                 overrides if isinstance(overrides, dict) else parse_overrides(overrides or []))
+
+# -- resolution ----------------------------------------------------------------------------------
+
+def build_config(model_name: str, task: str, recipe: str | None = None, overrides: list[str] | dict | None = None,
+                 ablation: tuple[str, dict] | None = None) -> Config:
+    """Resolves the layers (see the module docstring) into a validated Config.
+
+    Args:
+        recipe: a recipe name or YAML path; None means the paper recipe of (model, task).
+        overrides: `--set` items (["train.lr=1e-4"]) or an equivalent tree.
+        ablation: (label, delta tree) of an ablation variant, applied between recipe and overrides.
+    Raises:
+        RelreasonError: every invalid key, type or range at once.
+    """
+    from relreason.tasks import task_defaults, task_kind
+
+    family, entry = _model(model_name)
+    kind = task_kind(task)
+    _check_family(model_name, family, task, kind)
+    recipe_name = recipe if recipe is not None else paper_recipe(model_name, task)
+    layers = [Layer(f"model {model_name}", {"model": dict(getattr(entry, "model_defaults", {}))}),
+              Layer(f"task {task}", task_defaults(task))]
+    layers += recipe_layers(recipe_name, model_name, task, kind)
+    if ablation is not None:
+        layers.append(Layer(f"ablation {ablation[0]}", ablation[1]))
+    over = overrides if isinstance(overrides, dict) else parse_overrides(list(overrides or []))
+    layers.append(Layer("--set", over))
+    label = Path(recipe_name).stem if str(recipe_name).endswith((".yaml", ".yml")) else recipe_name
+    return resolve(model_name, task, layers, label)
+
+
+def resolve(model_name: str, task: str, layers: list[Layer], recipe_label: str | None) -> Config:
+    """Applies `layers` over the defaults of (model, task); validates; records each key's source."""
+    from relreason.tasks import data_config_class
+
+    family, entry = _model(model_name)
+    cfg = Config(model_name, task, data_config_class(task)(), *_model_sections(family, entry), TrainConfig(),
+                 recipe_label)
     errors: list[str] = []
-    for section in tree:
-        if section not in SECTIONS:
-            errors.append(f"{section}: unknown section (known: {', '.join(SECTIONS)})")
-    cfg = Config(model_name, task, DataConfig(), _model_config_cls()(), entry.config(), TrainConfig(), recipe)
-    for section in SECTIONS:
-        if section in tree:
-            setattr(cfg, section, apply_updates(getattr(cfg, section), tree[section], section, errors))
+    sources: dict[str, str] = {}
+    for layer in layers:
+        for section, values in layer.tree.items():
+            if section not in SECTIONS:
+                errors.append(f"{section}: unknown section (known: {', '.join(cfg.sections())})")
+                continue
+            if getattr(cfg, section) is None:
+                if values:
+                    errors.append(f"{section}: this model has no {section} section (known: {', '.join(cfg.sections())})")
+                continue
+            setattr(cfg, section, apply_updates(getattr(cfg, section), values, section, errors))
+            if isinstance(values, dict):
+                for key in values:
+                    note = layer.comments.get((section, key))
+                    sources[f"{section}.{key}"] = layer.label + (f": {note}" if note else "")
     if errors:
-        raise RelreasonError("invalid configuration: " + "; ".join(errors),
-                             "see `relreason train --print-config` for every key and its type")
+        raise RelreasonError("invalid configuration: " + "; ".join(dict.fromkeys(errors)),
+                             "see `relreason train MODEL TASK --print-config` for every key and its type")
+    cfg.sources = sources
     validate(cfg)
     return cfg
 
 
+def _model(name: str):
+    from relreason.models.catalog import find_model
+
+    return find_model(name)
+
+
+def _model_sections(family, entry) -> tuple[Any, Any]:
+    """(model section, processor section) defaults of a model."""
+    from relreason.models.catalog import Family
+
+    if family is Family.TEXT:
+        return entry.config(), None
+    from relreason.models.config import ModelConfig
+
+    return ModelConfig(), entry.config()
+
+
+def _check_family(model: str, family, task: str, kind: str) -> None:
+    from relreason.models.catalog import Family
+
+    if (family is Family.TEXT) != (kind == "text"):
+        want = "a text: task (e.g. text:insertion_sort)" if family is Family.TEXT else "a graph task (e.g. bellman_ford)"
+        raise RelreasonError(f"model {model!r} cannot train on {task!r}", f"{model} is a {family.value} model: give {want}")
+
+
 def validate(cfg: Config) -> None:
-    """Range checks that types alone cannot express."""
-    problems = []
-    t = cfg.train
-    for key in ("batch_size", "train_examples", "eval_every_examples", "eval_batch_size"):
-        if getattr(t, key) <= 0:
-            problems.append(f"train.{key} must be positive")
-    if t.lr <= 0:
-        problems.append("train.lr must be positive")
-    if t.device not in ("auto", "cpu", "cuda") and not t.device.startswith("cuda:"):
-        problems.append(f"train.device {t.device!r} must be auto, cpu or cuda")
-    for key in ("train_size", "val_size", "test_size"):
-        if getattr(cfg.data, key) < 2:
-            problems.append(f"data.{key} must be at least 2")
+    """Range checks that types alone cannot express, all reported at once."""
+    problems = list(cfg.train.problems())
+    problems += cfg.data.problems()
+    check = getattr(cfg.model, "problems", None)
+    if check is not None:
+        problems += check()
     if problems:
         raise RelreasonError("invalid configuration: " + "; ".join(problems), "fix the recipe or --set values")
 
 
 def config_from_dict(d: dict) -> Config:
-    """Rebuilds a Config stored in a checkpoint's config.json."""
-    tree = {s: d.get(s, {}) for s in SECTIONS}
-    return build_config(d["model_name"], d["task"], None, tree)
+    """Rebuilds a Config stored in a checkpoint's config.json (every key as stored)."""
+    tree = {s: d[s] for s in SECTIONS if d.get(s) is not None}
+    return resolve(d["model_name"], d["task"], [Layer("stored", tree)], d.get("recipe"))
 
 
-def config_yaml(cfg: Config) -> str:
-    return yaml.safe_dump(cfg.to_dict(), sort_keys=False)
+def config_yaml(cfg: Config, sources: bool = False) -> str:
+    """The resolved config as YAML; with `sources`, each key is followed by the layer that set it
+    (`default` when none did) and keys that do not apply are left out."""
+    plain = cfg.to_dict()
+    if not sources:
+        return yaml.safe_dump(plain, sort_keys=False)
+    unused = cfg.data.unused() if hasattr(cfg.data, "unused") else set()
+    lines = [f"model_name: {cfg.model_name}", f"task: {cfg.task}", f"recipe: {cfg.recipe}"]
+    for section in cfg.sections():
+        lines.append(f"{section}:")
+        notes = field_comments(type(getattr(cfg, section)))
+        for key, value in plain[section].items():
+            if section == "data" and key in unused:
+                continue
+            text = yaml.safe_dump({key: value}, default_flow_style=True, width=10_000).strip()[1:-1]
+            source = cfg.sources.get(f"{section}.{key}") or ("default: " + notes[key] if key in notes else "default")
+            lines.append(f"  {text}  # {source}")
+    return "\n".join(lines) + "\n"
+
+
+def field_comments(cls: type) -> dict[str, str]:
+    """The `# reason` comment written beside each field's default in a config dataclass."""
+    import inspect
+
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):
+        return {}
+    out = {}
+    for line in source.splitlines():
+        m = re.match(r"^\s+(\w+)\s*:[^=#]+=[^#]*#\s?(.*)$", line)
+        if m:
+            out[m.group(1)] = m.group(2).strip()
+    return out

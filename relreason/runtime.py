@@ -1,11 +1,18 @@
-"""Process-level helpers shared by training, evaluation and the CLI: allocator settings, progress bars."""
+"""Process-level helpers shared by training, evaluation and the CLI: allocator settings, progress
+bars, run-directory locks, memory figures."""
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import json
 import os
+import socket
 import sys
+import time
+from pathlib import Path
+
+from relreason.errors import RelreasonError
 
 
 def keep_freed_memory() -> bool:
@@ -22,10 +29,116 @@ def keep_freed_memory() -> bool:
     return bool(libc.mallopt(m_mmap_threshold, 1 << 30)) and bool(libc.mallopt(m_trim_threshold, 1 << 31))
 
 
-def progress(total: int, desc: str, unit: str = "it", disable: bool = False, **kwargs):
-    """A tqdm progress bar on stderr (RELREASON_PROGRESS=0 silences every bar)."""
+def bars_enabled() -> bool:
+    """Progress bars only on a terminal (logs stay readable) and unless RELREASON_PROGRESS=0."""
+    return os.environ.get("RELREASON_PROGRESS") != "0" and sys.stderr.isatty()
+
+
+def progress(total: int | None, desc: str, unit: str = "it", disable: bool = False, **kwargs):
+    """A tqdm progress bar on stderr; off when stderr is not a terminal or RELREASON_PROGRESS=0."""
     from tqdm import tqdm
 
-    disable = disable or os.environ.get("RELREASON_PROGRESS") == "0"
-    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=disable, dynamic_ncols=True,
-                leave=False, **kwargs)
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=disable or not bars_enabled(),
+                dynamic_ncols=True, leave=False, **kwargs)
+
+
+def available_memory() -> int:
+    """Bytes of memory this process can still use (Linux MemAvailable, capped by a cgroup limit)."""
+    avail = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                avail = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        try:
+            raw = Path(limit_file).read_text().strip()
+            if raw != "max" and int(raw) < (1 << 60):
+                room = int(raw) - int(Path(usage_file).read_text().strip())
+                avail = room if avail is None else min(avail, room)
+            break
+        except (OSError, ValueError):
+            continue
+    return avail if avail is not None else 4 << 30
+
+
+class RunLock:
+    """An exclusive lock on a run directory (`DIR/.lock`), held while one process trains in it.
+
+    The lock is an OS file lock (flock), so it dies with its holder, even after `kill -9`: a stale
+    lock is simply free. The file records the holder (pid, host, start time) for error messages and
+    `relreason runs`. Use as a context manager or with acquire()/release()."""
+
+    NAME = ".lock"
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        self.path = self.directory / self.NAME
+        self._fd: int | None = None
+
+    def acquire(self) -> "RunLock":
+        import fcntl
+
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise RelreasonError(f"cannot lock {self.directory}: {e.strerror}", "choose a writable --out directory") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = _read_holder(fd)
+            os.close(fd)
+            who = f"process {holder.get('pid', '?')} on {holder.get('host', '?')}" if holder else "another process"
+            raise RelreasonError(f"{self.directory} is in use by {who}",
+                                 "wait for it to finish, or use another --name / --out") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}).encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        import fcntl
+
+        os.ftruncate(self._fd, 0)  # the file stays (unlinking it would race with a waiting locker)
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self) -> "RunLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _read_holder(fd: int) -> dict:
+    try:
+        return json.loads(os.pread(fd, 4096, 0) or b"{}")
+    except (OSError, ValueError):
+        return {}
+
+
+def lock_holder(directory: Path) -> dict | None:
+    """The holder record of a run directory's lock if a live process holds it, else None."""
+    import fcntl
+
+    path = Path(directory) / RunLock.NAME
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        holder = _read_holder(fd)
+        os.close(fd)
+        return holder or {"pid": None, "host": None}
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+    return None

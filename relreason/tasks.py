@@ -1,9 +1,15 @@
-"""Tasks a model can be trained on, and named groups of them.
+"""Tasks a model can be trained on, their kinds, and named groups of them.
 
-Every registered CLRS algorithm is a task of the same name (its data comes from
-`relreason.data`). Groups name lists of tasks wherever a task list is accepted (`--tasks core8`):
-`core8` (the RT paper's eight core tasks), `clrs30`, and one per algorithm class (`sorting`,
-`graphs`, ...). Groups only ever list tasks that are registered.
+Every registered CLRS algorithm is a task of the same name (kind `clrs`, data from `relreason.data`);
+`lobster` and `lobster_weighted` are end-to-end tasks (kind `lobster`). Text tasks (`text:ALG`, kind
+`text`) are registered by `relreason.data.text` when present. A task kind decides the `data:`
+config section, the metric and the model family that can train on it.
+
+Groups name lists of tasks wherever a task list is accepted (`--tasks core8`, `train mpnn core8`):
+`core8` (the RT paper's eight core tasks), `clrs30`, one per algorithm class (`sorting`,
+`graphs`, ...), and the same with a `text:` prefix for text tasks (`text:core8`). Groups only ever
+list registered tasks. A task string that names several tasks (a group or `bfs,dfs`) trains one
+multi-task model; all its tasks must be of one kind.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
+from relreason.config import ClrsDataConfig, LobsterDataConfig, TextDataConfig
 from relreason.data.algorithms import ALGORITHMS
 from relreason.data.specs import ALGORITHM_INFO, CORE8, Spec
 from relreason.data.trajectory import Dataset
@@ -23,18 +30,20 @@ from relreason.registry import Registry
 @dataclass(frozen=True)
 class Task:
     name: str
-    kind: str  # "clrs" (hints, CLRS metric) or an end-to-end task kind
-    spec: Spec
-    # load(split, data_config, size, num, seed) -> Dataset from the on-disk cache; split in train|val|test,
-    # size/num/seed override the split's (size: nodes, or the backbone length for lobsters)
+    kind: str  # "clrs" (hints, CLRS metric), "lobster" (end-to-end, relative loss) or "text"
+    spec: Spec | None  # the graph spec (None for text tasks)
+    # load(split, data_config, size=None, num=None, seed=None) -> Dataset from the on-disk cache; split in
+    # train|val|test; size/num/seed override the split's (size: nodes, or the backbone length for lobsters)
     load: Callable[..., Dataset]
-    # write(split, size, num, seed, out_dir, force) -> Path: `relreason generate`
+    # write(split, size, num, seed, out_dir, force, on_chunk) -> Path: `relreason generate`
     write: Callable[..., Path]
+    data_config: type = ClrsDataConfig  # the `data:` section of this task kind
     lower_is_better: bool = False  # the task's headline score direction (relative loss: lower)
-    metric: str = "clrs"  # "clrs" (relreason.eval.metrics) or "relative_loss" (relreason.eval.relative)
+    metric: str = "clrs"  # "clrs" (relreason.eval.metrics), "relative_loss" (relreason.eval.relative), "text_clrs"
     # config the task needs unlike the CLRS defaults (e.g. lobsters: many processor iterations, no
-    # hints to set the step count); applied after the processor's defaults, before any recipe
+    # hints to set the step count); applied after the model's defaults, before any recipe
     defaults: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    algorithm: str | None = None  # the CLRS algorithm behind a clrs or text task
 
     def scorer(self, spec: Spec):
         """A fresh accumulator of this task's metric over the (prepared) spec."""
@@ -49,14 +58,26 @@ class Task:
 
 TASKS: Registry[Task] = Registry("task", "relreason list tasks")
 
+METRIC_LABELS = {  # how a score is named beside its number
+    "clrs": "CLRS score (mean of output accuracies / F1), higher is better",
+    "relative_loss": "relative loss |y - ŷ| / |y|, lower is better",
+    "text_clrs": "CLRS-Text score (fraction of output elements right), higher is better",
+}
+
+
+def _pick(value, default):
+    """`value` unless it is None (0 and other falsy values are kept: they are the user's)."""
+    return default if value is None else value
+
 
 def _clrs_loader(name: str) -> Callable[..., Dataset]:
-    def load(split: str, data, size: int | None = None, num: int | None = None, seed: int | None = None) -> Dataset:
+    def load(split: str, data: ClrsDataConfig, size: int | None = None, num: int | None = None,
+             seed: int | None = None) -> Dataset:
         from relreason.data.generate import cached_split
 
         default_size = {"train": data.train_size, "val": data.val_size, "test": data.test_size}[split]
-        default_num = data.train_num if split == "train" else None
-        return cached_split(name, split, data.data_dir, size=size or default_size, num=num or default_num,
+        default_num = {"train": data.train_num, "val": data.val_num, "test": data.test_num}[split]
+        return cached_split(name, split, data.data_dir, size=_pick(size, default_size), num=_pick(num, default_num),
                             seed=seed)
 
     return load
@@ -69,7 +90,8 @@ def _clrs_writer(name: str) -> Callable[..., Path]:
 
 
 for _name in ALGORITHMS.names():
-    TASKS.register(_name, Task(_name, "clrs", ALGORITHM_INFO[_name].spec, _clrs_loader(_name), _clrs_writer(_name)))
+    TASKS.register(_name, Task(_name, "clrs", ALGORITHM_INFO[_name].spec, _clrs_loader(_name), _clrs_writer(_name),
+                               algorithm=_name))
 
 
 def _lobster_task(name: str, weighted: bool) -> Task:
@@ -88,11 +110,12 @@ def _lobster_task(name: str, weighted: bool) -> Task:
             on_chunk(len(ds))
         return path
 
-    def load(split, data, size=None, num=None, seed=None) -> Dataset:
-        default_seed, default_num = SPLITS[split]
-        num = num or (data.train_num if split == "train" else default_num)
-        seed = default_seed if seed is None else seed
-        path = dataset_path(data.data_dir, name, f"{split}_b{size or 'default'}_s{seed}_k{num}")
+    def load(split, data: LobsterDataConfig, size=None, num=None, seed=None) -> Dataset:
+        default_seed, _ = SPLITS[split]
+        num = _pick(num, {"train": data.train_num, "val": data.val_num, "test": data.test_num}[split])
+        size = _pick(size, data.test_backbone if split == "test" else None)
+        seed = _pick(seed, default_seed)
+        path = dataset_path(data.data_dir, name, f"{split}_b{_pick(size, 'default')}_s{seed}_k{num}")
         if path.exists() and read_meta(path).get("spec_hash") == spec_hash(LOBSTER_SPEC):
             return load_dataset(path)
         ds = lobster_split(name, weighted, split, size, num, seed)
@@ -100,32 +123,106 @@ def _lobster_task(name: str, weighted: bool) -> Task:
         return ds
 
     defaults = {
-        "data": {"train_num": 2000},  # lobster training graphs (backbones 4..33)
         # no hints: one algorithm step of 10 processor iterations; trained on the metric itself
-        "model": {"processor_steps": 10, "scalar_loss": "relative"},
+        "model": {"processor_steps": 10, "scalar_loss": "relative", "hint_mode": "none"},
     }
-    return Task(name, "lobster", LOBSTER_SPEC, load, write, lower_is_better=True, metric="relative_loss",
-                defaults=defaults)
+    return Task(name, "lobster", LOBSTER_SPEC, load, write, data_config=LobsterDataConfig, lower_is_better=True,
+                metric="relative_loss", defaults=defaults)
 
 
 TASKS.register("lobster", _lobster_task("lobster", weighted=False))
 TASKS.register("lobster_weighted", _lobster_task("lobster_weighted", weighted=True))
 
 
+TEXT_PREFIX = "text:"
+
+
+def text_pieces(algorithm: str, split: str, data: TextDataConfig, sizes=None, num: int | None = None,
+                seed: int | None = None) -> tuple:
+    """The pieces (length, seed, num, skip) of a text task's split under `data`, validated.
+
+    train / val: the preset's split, cut to the first `num` (default `data.train_num` / `data.val_num`)
+    examples of each size. test: at `sizes` (default `data.test_sizes`), the reference generator's
+    evaluation streams (seeds 3, 14, 35, 81, 94, 125 examples each: the `paper` preset's test split at
+    10/12/14) cut to `num` (default `data.test_num`) per size; with `seed`, that seed's stream alone."""
+    from relreason.data.text import REFERENCE_VAL_EXAMPLES, REFERENCE_VAL_SEEDS, TextPiece, check_stream, text_split
+
+    if split in ("train", "val"):
+        if sizes is not None or seed is not None:
+            raise RelreasonError(f"sizes and seeds of a text task's {split} split come from its preset",
+                                 "choose other sizes or seeds for the test split only")
+        pieces = text_split(data.preset, split, algorithm)
+        num = _pick(num, data.train_num if split == "train" else data.val_num)
+    elif split == "test":
+        sizes = tuple(data.test_sizes if sizes is None else sizes)
+        num = _pick(num, data.test_num)
+        if seed is not None:
+            per = num if num is not None else len(REFERENCE_VAL_SEEDS) * REFERENCE_VAL_EXAMPLES
+            pieces = tuple(TextPiece(n, seed, per) for n in sizes)
+        else:
+            pieces = tuple(TextPiece(n, s, REFERENCE_VAL_EXAMPLES) for n in sizes for s in REFERENCE_VAL_SEEDS)
+    else:
+        raise RelreasonError(f"unknown split {split!r}", "use train, val or test")
+    if num is not None:
+        left: dict[int, int] = {}
+        cut = []
+        for p in pieces:
+            k = min(p.num, left.setdefault(p.length, num))
+            if k > 0:
+                cut.append(TextPiece(p.length, p.seed, k, p.skip))
+                left[p.length] -= k
+        pieces = tuple(cut)
+    for p in pieces:
+        check_stream(algorithm, p.length, p.seed, p.num, skip=p.skip)
+    return pieces
+
+
+def _text_task(algorithm: str) -> Task:
+    """CLRS-Text: the algorithm's problems as question/answer text (relreason.data.text). `load` gives a
+    split as TextBatches (text and graph form, one per piece of `text_pieces`), generated in memory."""
+
+    def load(split: str, data: TextDataConfig, size=None, num=None, seed=None):
+        from relreason.data.text import text_batch
+
+        pieces = text_pieces(algorithm, split, data, None if size is None else [size], num, seed)
+        return [text_batch(algorithm, p.length, p.seed, p.num, data.hints, skip=p.skip) for p in pieces]
+
+    def write(split, size=None, num=None, seed=None, out_dir="data", force=False, on_chunk=None) -> Path:
+        from relreason.data.text import resolve_text_split, write_text_split
+
+        request = resolve_text_split(algorithm, split=split, sizes=None if size is None else [size], num=num, seed=seed)
+        return write_text_split(request, out_dir, force, on_chunk)
+
+    return Task(TEXT_PREFIX + algorithm, "text", None, load, write, data_config=TextDataConfig, metric="text_clrs",
+                algorithm=algorithm)
+
+
+for _name in ALGORITHMS.names():
+    TASKS.register(TEXT_PREFIX + _name, _text_task(_name))
+
+
+def _load_text_tasks() -> None:
+    """Text tasks are registered with the others (kept as a hook for lazily registered task kinds)."""
+
+
 def task_groups() -> dict[str, list[str]]:
-    """Named groups of registered tasks."""
+    """Named groups of registered tasks (text groups carry the `text:` prefix)."""
+    _load_text_tasks()
     groups = {"core8": [t for t in CORE8 if t in TASKS], "clrs30": [t for t in ALGORITHM_INFO if t in TASKS]}
     for name in ALGORITHM_INFO:
         if name in TASKS:
             groups.setdefault(ALGORITHM_INFO[name].klass, []).append(name)
-    return groups
+    text = {TEXT_PREFIX + g: [TEXT_PREFIX + t for t in members if TEXT_PREFIX + t in TASKS]
+            for g, members in groups.items()}
+    return {**groups, **{g: m for g, m in text.items() if m}}
 
 
 def expand_tasks(text: str) -> list[str]:
     """`"core8,bfs"` -> the task names, groups expanded, duplicates dropped, order kept."""
+    _load_text_tasks()
     groups = task_groups()
     names: list[str] = []
-    for item in (x.strip() for x in text.split(",")):
+    for item in (x.strip() for x in str(text).split(",")):
         if not item:
             continue
         if item in groups:
@@ -136,3 +233,29 @@ def expand_tasks(text: str) -> list[str]:
     if not names:
         raise RelreasonError(f"no tasks in {text!r}", "give task names or groups: " + ", ".join(groups))
     return list(dict.fromkeys(names))
+
+
+def task_entries(text: str) -> list[Task]:
+    """The Task of every name in a task string; all of one kind."""
+    entries = [TASKS.get(n) for n in expand_tasks(text)]
+    kinds = {t.kind for t in entries}
+    if len(kinds) > 1:
+        raise RelreasonError(f"tasks {text!r} mix kinds ({', '.join(sorted(kinds))})",
+                             "train tasks of one kind together (graph algorithms, lobsters or text)")
+    if len(entries) > 1 and entries[0].kind == "lobster":
+        raise RelreasonError(f"{text!r}: lobster tasks train one at a time", "give a single lobster task")
+    return entries
+
+
+def task_kind(text: str) -> str:
+    return task_entries(text)[0].kind
+
+
+def task_defaults(text: str) -> dict:
+    """The config defaults of a task string (a multi-task string takes its kind's common defaults)."""
+    entries = task_entries(text)
+    return {k: dict(v) for k, v in entries[0].defaults.items()} if len(entries) == 1 else {}
+
+
+def data_config_class(text: str) -> type:
+    return task_entries(text)[0].data_config

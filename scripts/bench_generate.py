@@ -1,67 +1,165 @@
 #!/usr/bin/env python
-"""Data generation speed: samples/s per algorithm and size (all hints included), plus peak memory.
+"""Data generation speed: samples/s per algorithm and size (all hints included), and peak memory.
 
-    python scripts/bench_generate.py                       # every algorithm at n=16 and n=64
-    python scripts/bench_generate.py --algorithms bfs,dfs --sizes 16
-    python scripts/bench_generate.py --memory bubble_sort  # peak traced memory of its canonical test split
+    .venv/bin/python scripts/bench_generate.py --all                                # every algorithm, n=16 and n=64
+    .venv/bin/python scripts/bench_generate.py --all --reference /work/refenv/bin/python --cpu 0
+    .venv/bin/python scripts/bench_generate.py --algorithms bfs,dfs --sizes 64 --budget 1 --repeat 5
+    .venv/bin/python scripts/bench_generate.py --memory bubble_sort                 # peak traced memory, test split
 
-Prints one line per (algorithm, size): `name n samples_per_s=... ref=... speedup=...`, where `ref` is
-the reference sampler (google-deepmind/clrs 2.0.3) measured on a 2-core CPU with the same sizes.
-A benchmark, not a test: the numbers depend on the machine.
+One line per (algorithm, size): `name n=.. ours=<samples/s>`, and with `--reference PYTHON` (a Python
+with google-deepmind/clrs installed) also `ref=<samples/s> ratio=<ours/ref>x`. The reference is timed
+in one long-lived subprocess right after ours, cell by cell, so both see the same machine load;
+`--cpu K` pins this process and that subprocess to core K (as `taskset -c K` would).
+
+How one side is timed (`timed_rate`, the same code on both sides): runs of K samples with K growing
+until a run takes at least `--budget` seconds (warm-up runs, untimed), then `--repeat` runs of that K,
+of which the fastest counts. Seconds are the process's CPU time (user + system, so page faults count)
+unless `--clock wall`: on a machine shared with other jobs CPU time is what stays comparable. Warm
+runs measure steady generation, as in a process that generates split after split or batch after
+batch; a process's first touch of fresh memory can cost more on some machines (a VM's first access to
+a page), and that cost falls on both sides. Ours is `relreason.data.generate(name, num=K, size=n,
+seed)` (sample, run, pad); the reference's is `clrs.build_sampler(name, num_samples=K, length=n,
+seed=seed)`, which generates and pads all K samples in its constructor.
+
+The project never needs the reference: without `--reference` nothing of it is imported. The
+subprocess imports only `clrs._src.samplers` (not the package `__init__`, which pulls in the models,
+TensorFlow datasets and text tools); when TensorFlow is missing it gets a stub module, which the
+samplers only use for an `isinstance` check. A benchmark, not a test: numbers depend on the machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
+import os
+import subprocess
+import sys
 import time
 import tracemalloc
 
 from relreason.data import ALGORITHMS, generate
 
-# Reference sampler samples/s measured on the 2-core development machine (n=16, n=64).
-REFERENCE = {
-    "insertion_sort": (3672, 615), "bubble_sort": (700, 20.5), "heapsort": (670, 60.5), "quicksort": (1263, 125),
-    "minimum": (4594, 890), "binary_search": (6009, 3790), "bfs": (2906, 348), "dfs": (874, 136),
-    "topological_sort": (1138, 194), "bellman_ford": (1862, 180), "dijkstra": (2312, 420),
-    "dag_shortest_paths": (1203, 212), "floyd_warshall": (345, 4.1),
-}
+MAX_NUM = 20_000  # samples per run at most (bubble_sort at n=16 keeps ~23 KB of hints per sample)
+START_NUM = 2  # the first run's sample count; the reference makes ~0.5 matrix_chain_order samples/s at n=64
 
 
-def measure(name: str, size: int, budget: float) -> float:
-    """Samples/s, growing the sample count until one run takes at least `budget` seconds."""
-    num = 8
+def timed_rate(run, budget: float, repeat: int, clock: str) -> float:
+    """Samples/s of `run(num)`: grow num until a run takes `budget` s, then the best of `repeat` runs.
+
+    Runs on both sides: the reference subprocess gets this function's source."""
+    now = time.process_time if clock == "cpu" else time.perf_counter
+    num = START_NUM
     while True:
-        start = time.perf_counter()
-        generate(name, num=num, size=size, seed=1)
-        took = time.perf_counter() - start
-        if took >= budget or num >= 20000:
-            return num / took
-        num = min(20000, int(num * max(2.0, 1.2 * budget / max(took, 1e-3))))
+        start = now()
+        run(num)
+        took = now() - start
+        if took >= budget or num >= MAX_NUM:
+            break
+        num = min(MAX_NUM, int(num * max(2.0, 1.2 * budget / max(took, 1e-3))))
+    rate = 0.0
+    for _ in range(repeat):
+        start = now()
+        run(num)
+        rate = max(rate, num / max(now() - start, 1e-9))
+    return rate
+
+
+# The reference side, run as `PYTHON -c REFERENCE_WORKER`: reads `name size budget repeat seed clock`
+# lines, answers each with one line holding samples/s.
+REFERENCE_WORKER = f"import time\nMAX_NUM, START_NUM = {MAX_NUM}, {START_NUM}\n" + inspect.getsource(timed_rate) + r'''
+import importlib.util, sys, types
+spec = importlib.util.find_spec("clrs")
+package = types.ModuleType("clrs")  # skip clrs/__init__.py: it imports models and TF datasets
+package.__path__ = list(spec.submodule_search_locations)
+sys.modules["clrs"] = package
+try:
+    import tensorflow  # noqa: F401
+except ImportError:  # the samplers only use tf.Tensor in an isinstance check
+    tf = types.ModuleType("tensorflow")
+    tf.Tensor = type("Tensor", (), {})
+    sys.modules["tensorflow"] = tf
+from clrs._src import samplers
+
+print("ready", flush=True)
+for line in sys.stdin:
+    name, size, budget, repeat, seed, clock = line.split()
+    run = lambda num: samplers.build_sampler(name, num_samples=num, length=int(size), seed=int(seed))
+    print(timed_rate(run, float(budget), int(repeat), clock), flush=True)
+'''
+
+
+def measure(name: str, size: int, budget: float, repeat: int, seed: int, clock: str) -> float:
+    """Our samples/s (see `timed_rate`)."""
+    return timed_rate(lambda num: generate(name, num=num, size=size, seed=seed), budget, repeat, clock)
+
+
+class Reference:
+    """The reference sampler in a subprocess (started once, asked cell by cell)."""
+
+    def __init__(self, python: str):
+        self.proc = subprocess.Popen([python, "-c", REFERENCE_WORKER], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        if self.proc.stdout.readline().strip() != "ready":
+            raise SystemExit(f"the reference sampler did not start under {python}")
+
+    def measure(self, name: str, size: int, budget: float, repeat: int, seed: int, clock: str) -> float:
+        self.proc.stdin.write(f"{name} {size} {budget} {repeat} {seed} {clock}\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline()
+        if not answer:
+            raise SystemExit(f"the reference sampler failed on {name} n={size}")
+        return float(answer)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def peak_memory(name: str) -> None:
+    tracemalloc.start()
+    start = time.perf_counter()
+    ds = generate(name, split="test")
+    took = time.perf_counter() - start
+    _, peak = tracemalloc.get_traced_memory()
+    print(f"{name} test split: {len(ds)} samples, n={ds.n}, T max={ds.max_length}, {took:.2f} s, "
+          f"peak_traced_mb={peak / 2**20:.1f}")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--algorithms", default=",".join(ALGORITHMS.names()))
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--all", action="store_true", help="every registered algorithm")
+    what.add_argument("--algorithms", help="comma-separated algorithm names")
+    what.add_argument("--memory", metavar="ALGORITHM", help="peak traced memory of this algorithm's test split")
     p.add_argument("--sizes", default="16,64")
-    p.add_argument("--budget", type=float, default=1.0, help="seconds per measurement")
-    p.add_argument("--memory", default=None, help="measure peak memory of this algorithm's test split instead")
+    p.add_argument("--budget", type=float, default=0.2, help="seconds a timed run takes at least (per side)")
+    p.add_argument("--repeat", type=int, default=2, help="timed runs per side and cell; the fastest counts")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu", help="what a timed run's seconds are")
+    p.add_argument("--reference", metavar="PYTHON", help="a Python with google-deepmind/clrs installed")
+    p.add_argument("--cpu", type=int, default=None, help="pin both sides to this core")
     a = p.parse_args()
+    if a.cpu is not None:
+        os.sched_setaffinity(0, {a.cpu})  # inherited by the reference subprocess
     if a.memory:
-        tracemalloc.start()
-        start = time.perf_counter()
-        ds = generate(a.memory, split="test")
-        took = time.perf_counter() - start
-        _, peak = tracemalloc.get_traced_memory()
-        print(f"{a.memory} test split: {len(ds)} samples, n={ds.n}, T max={ds.max_length}, {took:.2f} s, "
-              f"peak_traced_mb={peak / 2**20:.1f}")
+        peak_memory(a.memory)
         return
-    for name in a.algorithms.split(","):
-        for size in (int(s) for s in a.sizes.split(",")):
-            rate = measure(name, size, a.budget)
-            ref = REFERENCE.get(name, (None, None))[(16, 64).index(size)] if size in (16, 64) else None
-            extra = f" ref={ref} speedup={rate / ref:.1f}x" if ref else ""
-            print(f"{name:30s} n={size:<3d} samples_per_s={rate:.0f}{extra}", flush=True)
+    names = ALGORITHMS.names() if a.all else a.algorithms.split(",")
+    sizes = [int(s) for s in a.sizes.split(",")]
+    ref = Reference(a.reference) if a.reference else None
+    try:
+        for name in names:
+            for size in sizes:
+                ours = measure(name, size, a.budget, a.repeat, a.seed, a.clock)
+                line = f"{name:30s} n={size:<3d} ours={ours:9.1f}"
+                if ref is not None:
+                    theirs = ref.measure(name, size, a.budget, a.repeat, a.seed, a.clock)
+                    line += f" ref={theirs:8.1f} ratio={ours / theirs:6.1f}x"
+                print(line, flush=True)
+    finally:
+        if ref is not None:
+            ref.close()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from relreason.config import build_config, parse_overrides, recipe_names
+from relreason.config import RECIPE_DIR, build_config, config_yaml, paper_recipe, parse_overrides, recipe_names
 from relreason.errors import RelreasonError
-from relreason.models.processors import PROCESSORS
+from relreason.models.catalog import model_names
 
 TASK = "bellman_ford"
 
 
 def test_defaults_are_the_reference_protocol():
-    cfg = build_config("mpnn", TASK)
+    cfg = build_config("mpnn", TASK, "default")
     assert (cfg.model.hidden, cfg.train.lr, cfg.train.grad_clip, cfg.train.batch_size) == (128, 1e-3, 1.0, 32)
     assert cfg.train.train_examples == 10_000 * 32
 
@@ -59,10 +59,83 @@ def test_unknown_recipe_and_model():
 
 @pytest.mark.parametrize("recipe", recipe_names())
 def test_every_recipe_is_valid_and_opens_with_its_command(recipe):
-    from relreason.config import RECIPE_DIR
-
     first = (RECIPE_DIR / f"{recipe}.yaml").read_text().splitlines()[0]
     assert first.startswith("# relreason train "), first
     model, task = first.split()[3:5]
-    assert model in PROCESSORS
+    assert model in model_names()
     build_config(model, task, recipe)
+
+
+@pytest.mark.parametrize("model, task, recipe", [
+    ("rt", "bellman_ford", "rt"), ("et", "bellman_ford", "et"), ("dat", "insertion_sort", "dat"),
+    ("triplet_gmpnn", "bfs", "triplet_gmpnn"), ("transformer", "bfs", "transformer"), ("mpnn", "bfs", "default"),
+    ("rt", "lobster", "lobster_rt"), ("gat", "lobster", "lobster_gat"), ("gcn", "lobster_weighted", "lobster_gcn"),
+    ("mpnn", "lobster", "default"), ("triplet_gmpnn", "core8", "triplet_gmpnn"),
+])
+def test_without_recipe_the_paper_recipe_is_used(model, task, recipe):
+    assert paper_recipe(model, task) == recipe
+    cfg = build_config(model, task)
+    assert cfg.recipe == recipe
+    assert cfg.to_dict() == build_config(model, task, recipe).to_dict()
+
+
+def test_print_config_names_the_source_of_every_key():
+    cfg = build_config("rt", TASK, None, ["train.seed=3"])
+    assert cfg.sources["train.lr"].startswith("recipe rt: ")  # with the recipe's own comment
+    assert cfg.sources["train.seed"] == "--set"
+    assert "processor.heads" not in cfg.sources  # the processor's own defaults are its paper's
+    assert build_config("et", TASK).sources["model.pointer_decoding"] == "model et"
+    text = config_yaml(cfg, sources=True)
+    lines = [x for x in text.splitlines() if x.startswith("  ")]
+    assert lines and all("  # " in x for x in lines)  # every key says where it came from
+    assert "  seed: 3  # --set" in text
+    assert "  batch_size: 32  # default" not in text
+    lobster = config_yaml(build_config("rt", "lobster"), sources=True)
+    assert "train_size" not in lobster and "test_size" not in lobster  # node sizes do not apply to lobsters
+    assert "model lobster_rt" not in lobster and "task lobster" in lobster
+
+
+def test_quick_keeps_the_paper_protocol_and_says_it_deviates():
+    from relreason.config import recipe_deviation
+
+    quick, paper = build_config("rt", TASK, "quick"), build_config("rt", TASK)
+    assert quick.train.lr == paper.train.lr and quick.train.batch_size == paper.train.batch_size
+    assert quick.train.train_examples < paper.train.train_examples
+    assert "smoke" in recipe_deviation("quick")
+
+
+@pytest.mark.parametrize("item, message", [
+    ("data.train_size=0", "data.train_size"), ("data.test_size=-3", "data.test_size"),
+    ("data.train_num=0", "data.train_num"), ("data.val_num=-1", "data.val_num"),
+    ("train.grad_clip=0", "train.grad_clip"), ("train.grad_clip=-1", "train.grad_clip"),
+    ("train.lr=0", "train.lr"), ("train.lr=-1e-3", "train.lr"), ("train.lr=.nan", "train.lr"),
+    ("train.lr=.inf", "train.lr"), ("train.threads=-1", "train.threads"), ("train.seed=-1", "train.seed"),
+    ("train.batch_size=0", "train.batch_size"), ("train.train_examples=0", "train.train_examples"),
+    ("train.eval_batch_size=0", "train.eval_batch_size"), ("train.device=gpu", "train.device"),
+    ("data.stream_sizes=[]", "data.stream_sizes"), ("model.hidden=0", "model.hidden"),
+])
+def test_values_no_run_can_use_are_rejected_never_defaulted(item, message):
+    with pytest.raises(RelreasonError) as e:
+        build_config("mpnn", TASK, None, [item])
+    assert message in e.value.message
+
+
+def test_no_clipping_is_expressible():
+    assert build_config("mpnn", TASK, None, ["train.grad_clip=null"]).train.grad_clip is None
+
+
+def test_lobster_data_section_has_no_node_sizes():
+    with pytest.raises(RelreasonError, match="data.train_size: unknown key"):
+        build_config("gcn", "lobster", None, ["data.train_size=5"])
+
+
+def test_text_and_graph_models_do_not_mix():
+    with pytest.raises(RelreasonError, match="cannot train on"):
+        build_config("mpnn", "text:insertion_sort")
+
+
+def test_multi_task_strings_of_one_kind_only():
+    cfg = build_config("triplet_gmpnn", "bfs,dfs", "default")
+    assert cfg.tasks == ["bfs", "dfs"]
+    with pytest.raises(RelreasonError, match="mix kinds"):
+        build_config("mpnn", "bfs,lobster")

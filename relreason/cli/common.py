@@ -15,6 +15,7 @@ from typing import Annotated, Callable, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from relreason.errors import RelreasonError
 from relreason.runtime import progress  # noqa: F401  (re-exported for the commands)
@@ -39,9 +40,9 @@ def report_errors(fn: Callable) -> Callable:
         except RelreasonError as e:
             if debug():
                 raise
-            err.print(f"[bold red]Error:[/] {e.message}", highlight=False, markup=True)
+            err.print(f"[bold red]Error:[/] {escape(e.message)}", highlight=False, markup=True)
             if e.hint:
-                err.print(f"[bold]Hint:[/] {e.hint}", highlight=False)
+                err.print(f"[bold]Hint:[/] {escape(e.hint)}", highlight=False)
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
             err.print("Interrupted.")

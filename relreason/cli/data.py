@@ -15,6 +15,7 @@ from relreason.data.algorithms import ALGORITHMS
 from relreason.data.generate import resolve_split
 from relreason.data.specs import CANONICAL_SPLITS, Stage
 from relreason.data.store import load_dataset
+from relreason.data.text import DEFAULT_PRESET, TEXT_PRESETS, resolve_text_split, write_text_split
 from relreason.errors import RelreasonError
 
 
@@ -29,24 +30,51 @@ def generate_file(task: str, split: str | None, size: int | None, num: int | Non
         return t.write(split, size, num, seed, out_dir, force, on_chunk=bar.update)
 
 
+def generate_text_file(algorithm: str, text: bool, split: str | None, size: int | None, sizes: str | None,
+                       preset: str | None, num: int | None, seed: int | None, hints: bool, out_dir: Path,
+                       force: bool) -> Path:
+    """Writes a CLRS-Text split as JSONL with a progress bar on stderr (refusing options that do not apply)."""
+    if not text:
+        raise RelreasonError("--hints, --sizes and --preset apply to text data only", "add --text")
+    if size is not None:
+        raise RelreasonError("--size does not apply to --text", "give text sizes with --sizes, e.g. --sizes 4-8,12")
+    request = resolve_text_split(algorithm, split, preset, sizes, num, seed, hints)
+    with progress(request.num, f"{algorithm} text {request.name}", unit="example") as bar:
+        return write_text_split(request, out_dir, force, on_examples=bar.update)
+
+
 @report_errors
 def generate_cmd(
     algorithm: Annotated[str, typer.Argument(help="Algorithm or task name (see `relreason list tasks`).")],
-    split: Annotated[Optional[str], typer.Option("--split", help="Canonical split: train, val or test.")] = None,
+    split: Annotated[Optional[str], typer.Option("--split", help="Canonical split: train, val or test "
+                                                 "(with --text: a split of --preset).")] = None,
     size: Annotated[Optional[int], typer.Option("--size", help="Number of nodes (overrides the split's).")] = None,
     num: Annotated[Optional[int], typer.Option("--num", help="Number of samples (overrides the split's).")] = None,
     seed: SeedOpt = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Output directory.")] = Path("data"),
     force: ForceOpt = False,
+    text: Annotated[bool, typer.Option("--text", help="CLRS-Text JSONL (question/answer) instead of arrays.")] = False,
+    hints: Annotated[bool, typer.Option("--hints", help="Text with the hint trace (with --text).")] = False,
+    sizes: Annotated[Optional[str], typer.Option("--sizes", help="Text sizes, e.g. 4-8,12 (with --text).",
+                                                 show_default=False)] = None,
+    preset: Annotated[Optional[str], typer.Option("--preset", help=f"Text split preset: {', '.join(TEXT_PRESETS)} "
+                                                  f"(with --text; default {DEFAULT_PRESET}).",
+                                                  show_default=False)] = None,
 ) -> None:
-    """Generate a dataset split with full hint trajectories.
+    """Generate a dataset split with full hint trajectories, or its CLRS-Text form (--text).
 
     Examples:\n
       relreason generate bellman_ford --split test\n
       relreason generate insertion_sort --split train --num 10000\n
       relreason generate dfs --size 32 --num 500 --seed 7 --out mydata\n
-      relreason generate lobster --split test
+      relreason generate lobster --split test\n
+      relreason generate insertion_sort --text --hints\n
+      relreason generate bfs --text --sizes 4-8,12 --num 1000 --seed 0
     """
+    if text or hints or sizes is not None or preset is not None:
+        path = generate_text_file(algorithm, text, split, size, sizes, preset, num, seed, hints, out_dir, force)
+        out.print(str(path))
+        return
     if split is None and size is None and num is None and seed is None:
         split = "train"
     path = generate_file(algorithm, split, size, num, seed, out_dir, force)

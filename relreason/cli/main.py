@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from relreason.cli import ablate, data, train
+from relreason.cli import ablate, data, runs, train
 from relreason.cli.common import out, report_errors
 from relreason.errors import RelreasonError
 
@@ -25,15 +25,20 @@ app.command("train")(train.train_cmd)
 app.command("eval")(train.eval_cmd)
 app.command("export")(train.export_cmd)
 app.command("ablate")(ablate.ablate_cmd)
+app.command("runs")(runs.runs_cmd)
+app.command("compare")(runs.compare_cmd)
+app.command("plot")(runs.plot_cmd)
 
 def _models() -> Table:
-    from relreason.models.processors import PROCESSORS
+    from relreason.config import paper_recipe
+    from relreason.models.catalog import model_rows
 
     t = Table(title="models")
-    t.add_column("name")
-    t.add_column("description")
-    for name, entry in PROCESSORS.items():
-        t.add_row(name, entry.description)
+    for col in ("name", "family", "paper recipe", "description"):
+        t.add_column(col)
+    for name, family, description in model_rows():
+        task = "text:insertion_sort" if family == "text" else "bellman_ford"
+        t.add_row(name, family, paper_recipe(name, task), description)
     return t
 
 

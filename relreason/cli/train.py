@@ -13,115 +13,180 @@ import typer
 from relreason.cli.common import JsonOpt, SeedOpt, err, out, report_errors
 from relreason.errors import RelreasonError
 
-RecipeOpt = Annotated[Optional[str], typer.Option("--recipe", help="Recipe name (relreason list recipes) or YAML path.")]
-SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Override SECTION.KEY=VALUE (repeatable).")]
-DeviceOpt = Annotated[Optional[str], typer.Option("--device", help="auto, cpu or cuda.")]
+RecipeOpt = Annotated[Optional[str], typer.Option(
+    "--recipe", help="Recipe name (relreason list recipes) or YAML path. Default: the model's paper recipe.",
+    show_default=False)]
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Override SECTION.KEY=VALUE (repeatable).",
+                                                     show_default=False)]
+DeviceOpt = Annotated[Optional[str], typer.Option("--device", help="auto, cpu, cuda or cuda:N (default: the config's).",
+                                                  show_default=False)]
 
 
 def command_line() -> str:
     return "relreason " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
+def overrides_of(sets: list[str] | None, seed: int | None, device: str | None) -> list[str]:
+    """`--set` items plus the shortcut options, as --set items (one path for every override)."""
+    items = list(sets or [])
+    if seed is not None:
+        items.append(f"train.seed={seed}")
+    if device is not None:
+        items.append(f"train.device={device}")
+    return items
+
+
 def resolve(model: str, task: str, recipe: str | None, sets: list[str] | None, seed: int | None,
             device: str | None):
     from relreason.config import build_config
 
-    overrides = list(sets or [])
-    if seed is not None:
-        overrides.append(f"train.seed={seed}")
-    if device is not None:
-        overrides.append(f"train.device={device}")
-    return build_config(model, task, recipe, overrides)
+    return build_config(model, task, recipe, overrides_of(sets, seed, device))
 
 
 @report_errors
 def train_cmd(
-    model: Annotated[str, typer.Argument(help="Model (processor) name, see `relreason list models`.")],
-    task: Annotated[str, typer.Argument(help="Task name, see `relreason list tasks`.")],
+    model: Annotated[str, typer.Argument(help="Model name, see `relreason list models`.", show_default=False)],
+    task: Annotated[str, typer.Argument(help="Task, task group or comma list (multi-task), see `relreason list tasks`.",
+                                        show_default=False)],
     recipe: RecipeOpt = None,
     sets: SetOpt = None,
     seed: SeedOpt = None,
-    name: Annotated[Optional[str], typer.Option("--name", help="Run name (default: model-task-seed-time).")] = None,
+    name: Annotated[Optional[str], typer.Option("--name", help="Run name (default: model-task-seed-time).",
+                                                show_default=False)] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Directory holding runs.")] = Path("runs"),
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run --name from its last checkpoint.")] = False,
     device: DeviceOpt = None,
-    print_config: Annotated[bool, typer.Option("--print-config", help="Print the resolved config and exit.")] = False,
+    print_config: Annotated[bool, typer.Option("--print-config",
+                                               help="Print the resolved config, each key with its source, and exit.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Train a model on a task; keep the best-on-validation weights; test them out of distribution.
 
+    Without --recipe the model's paper recipe is used (rt, et, dat, triplet_gmpnn, lobster_rt, ...;
+    `default` where a model has none).
+
     Examples:\n
+      relreason train rt bellman_ford --print-config\n
       relreason train mpnn bellman_ford --recipe quick\n
-      relreason train rt bellman_ford --recipe rt --seed 1\n
-      relreason train mpnn bfs --set train.lr=3e-4 --set model.hidden=64 --name bfs-small
+      relreason train triplet_gmpnn core8 --recipe quick --seed 1
     """
     from relreason.config import config_yaml
-    from relreason.eval.report import rich_table, score_rows
     from relreason.train import run
+    from relreason.train.loop import resume_config
 
-    cfg = resolve(model, task, recipe, sets, seed, device)
+    if resume:
+        if recipe is not None:
+            raise RelreasonError("--resume continues a run with its own recipe", "drop --recipe")
+        if name is None:
+            raise RelreasonError("--resume needs the run's --name", "e.g. relreason train mpnn bfs --name myrun --resume")
+        cfg = resume_config(out_dir / name, overrides_of(sets, seed, device))
+        if (cfg.model_name, cfg.task) != (model, task):
+            raise RelreasonError(f"run {name} trains {cfg.model_name} on {cfg.task}, not {model} on {task}",
+                                 f"resume it with: relreason train {cfg.model_name} {cfg.task} --name {name} --resume")
+    else:
+        cfg = resolve(model, task, recipe, sets, seed, device)
     if print_config:
-        out.print(config_yaml(cfg), highlight=False, markup=False)
+        out.print(config_yaml(cfg, sources=True), highlight=False, markup=False, end="")
         return
     result = run(cfg, out=out_dir, name=name, resume=resume, command=command_line())
     if result.interrupted:
         raise typer.Exit(130)
     if as_json:
         out.print_json(json.dumps({"run": str(result.run_dir), "best_val": result.best_val,
-                                   "examples": result.examples, "seconds": result.seconds, "test": result.test}))
+                                   "examples": result.examples, "seconds": result.seconds, "metric": result.metric,
+                                   "lower_is_better": result.lower_is_better, "test_label": result.test_label,
+                                   "deviation": result.deviation, "test": result.test}))
         return
-    err.print(f"run: {result.run_dir}  ({result.examples} examples, {result.seconds:.0f} s, "
-              f"best validation {result.best_val:.4f} at {result.best_examples} examples)")
-    from relreason.tasks import TASKS
+    from relreason.eval.report import rich_table, score_rows
+    from relreason.tasks import METRIC_LABELS
 
-    metric = ": relative loss, lower is better" if TASKS.get(task).metric == "relative_loss" else ""
-    out.print(rich_table(score_rows(result.test), ["feature", "score"],
-                         f"{model} on {task}: test (OOD, n={result.test_size}){metric}"))
+    best = "-" if result.best_val is None else f"{result.best_val:.4f}"
+    err.print(f"run: {result.run_dir}  ({result.examples} examples, {result.seconds:.0f} s including the final test, "
+              f"best validation {best} at {result.best_examples} examples)", highlight=False)
+    if result.deviation:
+        err.print(f"note: recipe {cfg.recipe}: {result.deviation}", highlight=False, markup=False)
+    title = f"{model} on {task}: {result.test_label} — {METRIC_LABELS.get(result.metric, result.metric)}"
+    out.print(rich_table(score_rows(result.test), ["feature", "score"], title))
 
 
 @report_errors
 def eval_cmd(
-    run_dir: Annotated[Optional[Path], typer.Argument(help="Run or checkpoint directory (default: newest run).")] = None,
-    ood: Annotated[Optional[int], typer.Option("--ood", help="Test at this many nodes (64 = canonical test).")] = None,
-    split: Annotated[Optional[str], typer.Option("--split", help="Canonical split: val or test.")] = None,
-    num: Annotated[Optional[int], typer.Option("--num", help="Number of samples (custom split).")] = None,
+    run_dir: Annotated[Optional[Path], typer.Argument(help="Run or checkpoint directory (default: newest run).",
+                                                      show_default=False)] = None,
+    ood: Annotated[Optional[int], typer.Option("--ood", help="Test at this many nodes (64 = canonical CLRS test; "
+                                               "lobsters: the backbone length).", show_default=False)] = None,
+    split: Annotated[Optional[str], typer.Option("--split", help="Split: val or test (default: test).",
+                                                 show_default=False)] = None,
+    num: Annotated[Optional[int], typer.Option("--num", help="Number of samples (default: the split's).",
+                                               show_default=False)] = None,
     seed: SeedOpt = None,
+    sizes: Annotated[Optional[str], typer.Option("--sizes", help="Text tasks: lengths to test, e.g. 10,12,14.",
+                                                 show_default=False)] = None,
     hints: Annotated[bool, typer.Option("--hints", help="Also show hint accuracies.")] = False,
+    batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Evaluation batch (default: sized to "
+                                                      "the available memory).", show_default=False)] = None,
+    sets: SetOpt = None,
     device: DeviceOpt = None,
     runs: Annotated[Path, typer.Option("--runs", help="Where to look for the newest run.")] = Path("runs"),
     as_json: JsonOpt = False,
 ) -> None:
-    """Evaluate a checkpoint with the CLRS metric (per output feature, and the algorithm score).
+    """Evaluate a checkpoint with its task's metric (per output feature, and the task score).
 
     Examples:\n
       relreason eval --ood 64\n
       relreason eval runs/mpnn-bellman_ford-s42-20261121-101500 --ood 128 --num 64\n
       relreason eval runs/myrun/last --split val --hints --json
     """
-    from relreason.eval.evaluate import evaluate_checkpoint
     from relreason.eval.report import rich_table, score_rows
+    from relreason.models.build import resolve_device
+    from relreason.runtime import progress
+    from relreason.train.evaluation import evaluate_checkpoint
 
-    if split is not None and split not in ("val", "test"):
-        raise RelreasonError(f"unknown split {split!r}", "use --split val or --split test")
-    res = evaluate_checkpoint(run_dir, ood=ood, split=split, num=num, seed=seed, device=device or "auto",
-                              runs_dir=runs)
+    if device is not None:
+        resolve_device(device)
+    size_list = parse_sizes(sizes) if sizes is not None else None
+    with progress(None, "evaluating", unit="ex") as bar:
+        res = evaluate_checkpoint(run_dir, ood=ood, split=split, num=num, seed=seed, device=device,
+                                  batch_size=batch_size, runs_dir=runs, overrides=sets, on_examples=bar.update,
+                                  sizes=size_list)
     if not hints:
         res["hints"] = {}
+        for r in (res.get("per_task") or {}).values():
+            r["hints"] = {}
     if as_json:
         out.print_json(json.dumps(res))
         return
-    title = f"{res['model']} on {res['task']}: {res['split']} (n={res['size']}, {res['num']} samples)"
-    if res["metric"] == "relative_loss":
-        title += ": relative loss, lower is better"
+    title = f"{res['model']} on {res['task']}: {res['label']} — {res['metric_label']}"
+    if res["split"] == "val":
+        title += " (positions randomized, as in training's validation)" if res["random_positions"] else \
+            " (true positions)"
     out.print(rich_table(score_rows(res), ["feature", "score"], title))
-    err.print(f"checkpoint: {res['checkpoint']}")
+    err.print(f"checkpoint: {res['checkpoint']}", highlight=False)
+
+
+def parse_sizes(text: str) -> list[int]:
+    """"10,12,14" or "4-8,12" -> sorted distinct sizes; a one-line error for anything else."""
+    out: list[int] = []
+    for item in (x.strip() for x in text.split(",")):
+        lo, sep, hi = item.partition("-")
+        try:
+            a = int(lo)
+            b = int(hi) if sep else a
+        except ValueError:
+            raise RelreasonError(f"--sizes {text!r}: {item!r} is not a size or a range", "e.g. --sizes 10,12,14 or 4-8,12") from None
+        if a < 1 or b < a:
+            raise RelreasonError(f"--sizes {text!r}: {item!r} is not a valid size or range", "sizes are >= 1, ranges lo-hi")
+        out.extend(range(a, b + 1))
+    return sorted(set(out))
 
 
 @report_errors
 def export_cmd(
-    run_dir: Annotated[Path, typer.Argument(help="Run directory to export.")],
-    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Bundle directory (default: RUN/export).")] = None,
-    results: Annotated[Optional[str], typer.Option("--results", help="Print result tables: md, csv, json or latex.")] = None,
+    run_dir: Annotated[Path, typer.Argument(help="Run directory to export.", show_default=False)],
+    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Bundle directory (default: RUN/export).",
+                                                    show_default=False)] = None,
+    results: Annotated[Optional[str], typer.Option("--results", help="Print result tables: md, csv, json or latex.",
+                                                   show_default=False)] = None,
 ) -> None:
     """Export a run as a portable bundle (weights, config, model card) or its results as a table.
 

@@ -128,9 +128,30 @@ class Recorder:
             if v.shape[:2] != (self.batch, steps):
                 raise ProbeError(f"{self.algorithm}: probe {k} is not [B, T, ...] = [{self.batch}, {steps}, ...]")
             if len(padding):
-                v = hints[k] = np.ascontiguousarray(v)  # so that the reshape below is a view
-                v.reshape(self.batch * steps, -1)[padding] = 0
+                v = hints[k] = np.ascontiguousarray(v)  # so that the reshapes below are views
+                if v[0, 0].nbytes * len(padding) >= LARGE_PADDING * self.batch:
+                    _zero_tails(v, lengths)
+                else:
+                    v.reshape(self.batch * steps, -1)[padding] = 0
         return Dataset(self.algorithm, self.spec, self._inputs, hints, self._outputs, lengths)
+
+
+# Bytes of hint padding per sample from which `_zero_tails` checks each sample's padding before zeroing it.
+LARGE_PADDING = 64 * 2**10
+
+
+def _zero_tails(v: np.ndarray, lengths: np.ndarray) -> None:
+    """Zeroes v[b, lengths[b]:] of a contiguous hint array [B, T, ...], skipping the tails already zero.
+
+    Algorithms that build large edge hints (Kruskal's tree at n = 64: ~16 KB per step) leave the padding
+    of a zeroed array untouched; reading it is cheap and writing it would touch (fault in) every page.
+    The check compares bits (so a -0.0 is not taken for zero)."""
+    bits = v.reshape(v.shape[0], -1).view(f"i{v.dtype.itemsize}")  # [B, T * ...]
+    per_step = bits.shape[1] // v.shape[1]
+    for b in np.flatnonzero(lengths < v.shape[1]).tolist():
+        tail = bits[b, lengths[b] * per_step:]
+        if tail.any():
+            tail[:] = 0
 
 
 def positions(n: int, batch: int | None = None) -> np.ndarray:

@@ -6,11 +6,18 @@ reference (google-deepmind/clrs `samplers.py`) from `RandomState(seed)`, one sam
 makes our canonical splits the benchmark's splits value for value. The draws are cheap; the order is
 what matters, so keep every draw exactly where it is: a call may only be replaced by one that draws
 the same numbers (see `bernoulli` and `graph_sampler`).
+
+Samplers with options are frozen dataclasses whose fields are named like the reference sampler's
+keyword arguments (`p`, `length_needle`); `with_options(sample, p=0.3)` gives the variant. Options a
+sampler does not take are ignored, as the reference's `build_sampler` ignores them; this is how the
+training stream (`relreason.data.stream`) asks for its per-sample edge probabilities and needle lengths.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -107,8 +114,8 @@ def random_community_graph(rng: RandomState, nb_nodes: int, k: int = 4, p: float
     return mat[perm, :][:, perm]
 
 
-def graph_sampler(p: float, directed: bool = False, acyclic: bool = False, weighted: bool = False,
-                  source: bool = False) -> SampleFn:
+@dataclass(frozen=True)
+class GraphSampler:
     """ER-graph sampler as the reference's graph samplers: `rng.choice((p,))` first (it is part of the
     draw order), then the graph, then (with `source`) a uniformly drawn source node.
 
@@ -117,10 +124,46 @@ def graph_sampler(p: float, directed: bool = False, acyclic: bool = False, weigh
     nothing, and `choice(length)` is `randint(0, length)`. `choice` costs ~15 us per sample, more
     than the graph itself at n = 16."""
 
-    def sample(rng: RandomState, length: int) -> tuple:
-        graph = random_er_graph(rng, length, p=p, directed=directed, acyclic=acyclic, weighted=weighted)
-        if source:
+    p: float  # edge probability (the reference's option `p`, one value here: a tuple is drawn by the caller)
+    directed: bool = False
+    acyclic: bool = False
+    weighted: bool = False
+    source: bool = False
+
+    def __call__(self, rng: RandomState, length: int) -> tuple:
+        graph = random_er_graph(rng, length, p=self.p, directed=self.directed, acyclic=self.acyclic,
+                                weighted=self.weighted)
+        if self.source:
             return graph, rng.randint(0, length)
         return (graph,)
 
-    return sample
+
+def graph_sampler(p: float, directed: bool = False, acyclic: bool = False, weighted: bool = False,
+                  source: bool = False) -> GraphSampler:
+    """The ER-graph sampler of an algorithm (see `GraphSampler`)."""
+    return GraphSampler(p, directed, acyclic, weighted, source)
+
+
+@dataclass(frozen=True)
+class CommunitySampler:
+    """k-community graph sampler (the reference's SCC sampler): `choice((p,))`, which draws nothing,
+    then `random_community_graph`."""
+
+    p: float  # edge probability inside a community (the reference's option `p`)
+    k: int = 4  # communities (SccSampler's default)
+    eps: float = 0.01  # probability of the links between communities (SccSampler's default)
+    directed: bool = True  # SCC needs directed graphs
+
+    def __call__(self, rng: RandomState, length: int) -> tuple:
+        return (random_community_graph(rng, length, k=self.k, p=self.p, eps=self.eps, directed=self.directed),)
+
+
+def takes_option(sample: SampleFn, option: str) -> bool:
+    """Whether `sample` has the reference sampler option `option` (a field of a sampler dataclass)."""
+    return dataclasses.is_dataclass(sample) and option in {f.name for f in dataclasses.fields(sample)}
+
+
+def with_options(sample: SampleFn, **options) -> SampleFn:
+    """`sample` with the options it takes set to the given values; the others are ignored."""
+    taken = {k: v for k, v in options.items() if takes_option(sample, k)}
+    return dataclasses.replace(sample, **taken) if taken else sample

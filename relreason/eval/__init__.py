@@ -3,6 +3,13 @@
     from relreason.eval import Scorer
 """
 
-from relreason.eval.metrics import Scorer, Scores, f1
-
 __all__ = ["Scorer", "Scores", "f1"]
+
+
+def __getattr__(name: str):
+    # imported on first use: `relreason runs` reads JSON and must not wait seconds for torch
+    if name in __all__:
+        from relreason.eval import metrics
+
+        return getattr(metrics, name)
+    raise AttributeError(f"module 'relreason.eval' has no attribute {name!r}")

@@ -45,6 +45,10 @@ class Scores:
     score: float
     hints: dict[str, float] = field(default_factory=dict)
 
+    def to_dict(self) -> dict:
+        return {"score": float(self.score), "outputs": {k: float(v) for k, v in self.outputs.items()},
+                "hints": {k: float(v) for k, v in self.hints.items()}}
+
 
 def _kind(f: Feature) -> Type:
     """The type a feature is scored as (permutation pointers as the pointers they fuse into)."""

@@ -34,11 +34,14 @@ def render(rows: list[dict], columns: list[str], fmt: str, title: str = "") -> s
 
 
 def rich_table(rows: list[dict], columns: list[str], title: str = "") -> Table:
-    t = Table(title=title or None)
+    """A rich Table of plain text (names like `[et-untied]` are shown, never read as markup)."""
+    from rich.markup import escape
+
+    t = Table(title=escape(title) if title else None)
     for i, c in enumerate(columns):
-        t.add_column(c, justify="left" if i == 0 else "right")
+        t.add_column(escape(c), justify="left" if i == 0 else "right", overflow="fold")
     for r in rows:
-        t.add_row(*[_cell(r.get(c)) for c in columns])
+        t.add_row(*[escape(_cell(r.get(c))) for c in columns])
     return t
 
 
@@ -51,7 +54,17 @@ def _cell(v) -> str:
 
 
 def score_rows(scores: dict) -> list[dict]:
-    """Rows for one evaluation: each output feature, the algorithm score, and hints when present."""
+    """Rows for one evaluation: each output feature, the algorithm score, and hints when present;
+    for a multi-task evaluation, each task's features and score, then the mean over tasks."""
+    per_task = scores.get("per_task") or {}
+    if per_task:
+        rows = []
+        for task, res in per_task.items():
+            rows += [{"feature": f"{task}: output.{k}", "score": v} for k, v in res["outputs"].items()]
+            rows.append({"feature": f"{task}: score", "score": res["score"]})
+            rows += [{"feature": f"{task}: hint.{k}", "score": v} for k, v in res.get("hints", {}).items()]
+        rows.append({"feature": f"score (mean over {len(per_task)} tasks)", "score": scores["score"]})
+        return rows
     rows = [{"feature": f"output.{k}", "score": v} for k, v in scores["outputs"].items()]
     rows.append({"feature": "score (mean of outputs)", "score": scores["score"]})
     rows += [{"feature": f"hint.{k}", "score": v} for k, v in scores.get("hints", {}).items()]

@@ -35,6 +35,9 @@ class RepredMode(str, enum.Enum):
     SOFT = "soft"  # softmax / sigmoid: gradients flow through the fed-back hints
     HARD = "hard"  # argmax / threshold: no gradient through fed-back hints
     HARD_ON_EVAL = "hard_on_eval"  # soft while training, hard in evaluation
+    # hard, but scalars keep their gradient: CLRS v1's `postprocess`, so the RT authors' fork
+    # (github CameronDiao/relational-transformer, decoders.py) in training and evaluation
+    HARD_SCALAR_GRAD = "hard_scalar_grad"
 
 
 class PointerDecoding(str, enum.Enum):

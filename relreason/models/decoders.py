@@ -1,8 +1,8 @@
 """Decoders: raw predictions per output/hint feature, dispatched on (location, type), and their post-processing.
 
-Decoders read h = [node features, previous hidden, new hidden] (B, N, H + 2D) and the edge
-features e = [encoded edge features, new edge state] (B, N, N, H + E), as in the reference
-(google-deepmind/clrs `decoders.py`):
+Decoders read h = [node features, previous hidden, new hidden] (B, N, H + 2D), the edge features
+e = [encoded edge features, new edge state] (B, N, N, H + E) and the graph features g (B, H), as in
+the reference (google-deepmind/clrs `decoders.py`):
 - node scalar / mask / mask_one: linear to 1 (mask_one: softmax over nodes); categorical: linear to C;
 - node pointer: logit[i, j] = w . max(W1 h_i, W2 h_j + W3 e_ji), softmax over j; with
   `pointer_decoding: edge`, logit[i, j] = linear([e_ij, previous edge state, new edge state]);
@@ -13,6 +13,14 @@ features e = [encoded edge features, new edge state] (B, N, N, H + E), as in the
 Logits of padded nodes are masked (a padded node is never pointed to nor chosen), so predictions of
 real nodes do not depend on padding.
 
+A processor declares in `decoder_inputs` (a `DecoderInputs`) what its decoders read beyond that:
+the Relational Transformer authors' fork (github CameronDiao/relational-transformer, `nets.py`
+`_one_step_pred`) hands every edge-reading decoder e = [encoded edge features, previous edge state,
+new edge state] and, when the processor returns a graph state (its `core` node), the graph
+decoders g = [encoded graph features, previous graph state, new graph state]; a processor without
+edge features (the RT paper's standard transformer) has no e at all: its node pointers are
+w . max(W1 h_i, W2 h_j) and its edge features d0(h_i) + d1(h_j).
+
 Post-processing turns raw predictions into values: `feedback` (the hint fed to the next step, soft
 or hard) and `harden` (the storage convention, for metrics).
 """
@@ -20,6 +28,7 @@ or hard) and `harden` (the storage convention, for metrics).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -116,18 +125,29 @@ class _PointerLogits(torch.autograd.Function):
         return grad_p1, grad_p2, grad_raw, grad_wc, grad_extra, grad_w, grad_bw
 
 
-def pointer_logits(p1: torch.Tensor, p2: torch.Tensor, edge: EdgeInput, w3: nn.Linear, out: nn.Linear,
-                   edge_state: torch.Tensor | None = None) -> torch.Tensor:
-    """(B, N, N) logits: [i, j] = out(max(p1_i, p2_j + w3([e_ji, edge_state_ji]))) for node features p1, p2
-    (B, N, H), factored encoded edges and an optional edge state (B, N, N, E)."""
-    h = edge.width
-    w3a = w3.weight[:, :h]
-    wc = edge.weight @ w3a.t()  # (F, H): w3 folded into the encoders' map
-    bias = edge.bias @ w3a.t() + w3.bias
-    extra = None
-    if edge_state is not None:
-        extra = torch.matmul(edge_state, w3.weight[:, h:].t()).transpose(1, 2)  # [i, j] from e_ji
-    return _PointerLogits.apply(p1, p2 + bias, edge.raw.transpose(1, 2), wc, extra, out.weight[0], out.bias)
+def pointer_logits(p1: torch.Tensor, p2: torch.Tensor, edge: EdgeInput | None, w3: nn.Linear | None,
+                   out: nn.Linear, edge_states: Sequence[torch.Tensor] = ()) -> torch.Tensor:
+    """(B, N, N) logits: [i, j] = out(max(p1_i, p2_j + w3([e_ji, s_ji for s in edge_states]))) for node
+    features p1, p2 (B, N, H), factored encoded edges (None: not read) and edge states (B, N, N, E) each;
+    with neither edges nor states (w3 None), out(max(p1_i, p2_j))."""
+    B, n, H = p1.shape
+    raw_t, wc, bias, extra = p1.new_zeros(B, n, n, 0), p1.new_zeros(0, H), None, None
+    if w3 is not None:
+        col = 0
+        bias = w3.bias
+        if edge is not None:
+            col = edge.width
+            w3a = w3.weight[:, :col]
+            wc = edge.weight @ w3a.t()  # (F, H): w3 folded into the encoders' map
+            bias = bias + edge.bias @ w3a.t()
+            raw_t = edge.raw.transpose(1, 2)
+        for state in edge_states:
+            part = torch.matmul(state, w3.weight[:, col:col + state.shape[-1]].t())
+            extra = part if extra is None else extra + part
+            col += state.shape[-1]
+        if extra is not None:
+            extra = extra.transpose(1, 2)  # [i, j] from the pair (j, i)
+    return _PointerLogits.apply(p1, p2 if bias is None else p2 + bias, raw_t, wc, extra, out.weight[0], out.bias)
 
 
 EDGE_POINTER_CHUNK = 1 << 24  # elements of the (B, c, N, N, H) slab evaluated at a time without autograd
@@ -159,64 +179,96 @@ def gumbel(shape: torch.Size, device: torch.device, generator: torch.Generator |
     return -torch.log(-torch.log(u + 1e-12) + 1e-12)
 
 
+@dataclass(frozen=True)
+class DecoderInputs:
+    """What a processor's decoders read besides h (a processor's `decoder_inputs`; module docstring).
+    The defaults are the CLRS reference's decoders."""
+
+    edge_features: bool = True  # the encoded edge features e_ij; False: neither processor nor decoders read any
+    edge_history: bool = False  # edge-reading decoders get the previous edge state beside the new one (RT fork)
+    graph_history: bool = False  # graph decoders get the previous and new graph states beside g (RT fork, core)
+
+
 @dataclass
 class DecodeContext:
     """Everything a decoder reads at one step."""
 
     h: torch.Tensor  # (B, N, H + 2D): node features, previous hidden, new hidden
-    edge: EdgeInput  # factored encoded edge features (B, N, N, H)
+    edge: EdgeInput | None  # factored encoded edge features (B, N, N, H); None without edge features
     edge_state: torch.Tensor | None  # (B, N, N, E) new edge state, or None
     prev_edge: torch.Tensor | None  # (B, N, N, E) previous (carried) edge state, or None
     graph: torch.Tensor  # (B, H) encoded graph features
     adj: torch.Tensor  # (B, N, N) bool
     node_mask: torch.Tensor  # (B, N) bool
+    prev_graph: torch.Tensor | None = None  # (B, D) previous graph state (read with graph_history)
+    graph_state: torch.Tensor | None = None  # (B, D) new graph state (read with graph_history)
 
     def select(self, rows: torch.Tensor) -> "DecodeContext":
         """The samples `rows` only."""
         pick = lambda x: None if x is None else x.index_select(0, rows)  # noqa: E731
-        edge = EdgeInput(pick(self.edge.raw), self.edge.weight, self.edge.bias)
+        edge = None if self.edge is None else EdgeInput(pick(self.edge.raw), self.edge.weight, self.edge.bias)
         return DecodeContext(pick(self.h), edge, pick(self.edge_state), pick(self.prev_edge), pick(self.graph),
-                             pick(self.adj), pick(self.node_mask))
+                             pick(self.adj), pick(self.node_mask), pick(self.prev_graph), pick(self.graph_state))
 
 
 class FeatureDecoder(nn.Module):
     """The decoder of one feature (parameters named as the reference's d0, d1, ...)."""
 
     def __init__(self, f: Feature, hidden: int, node_dim: int, edge_dim: int, pointer_decoding: PointerDecoding,
-                 carry_edge: bool, inf_bias: bool = False, inf_bias_edge: bool = False):
+                 carry_edge: bool, inf_bias: bool = False, inf_bias_edge: bool = False,
+                 inputs: DecoderInputs = DecoderInputs()):
         super().__init__()
         check_supported(f)
         self.feature = f
         self.hidden, self.edge_dim = hidden, edge_dim
         self.inf_bias, self.inf_bias_edge = inf_bias, inf_bias_edge
+        self.inputs = inputs
         hn = hidden + 2 * node_dim  # width of h
-        he = hidden + edge_dim  # width of e
         k = f.num_classes if f.type is Type.CATEGORICAL else 1
         self.from_edges = f.location is Location.NODE and f.type in PTR and pointer_decoding is PointerDecoding.EDGE
+        if self.from_edges and edge_dim == 0:
+            raise ValueError("pointer_decoding 'edge' needs a processor with an edge state")
+        # Pointers decoded from edges read the previous edge state of a processor that carries it
+        # (the RT authors' `ptr_from_edges`); with edge_history every edge-reading decoder does.
+        self.read_prev_edge = edge_dim > 0 and (inputs.edge_history or (self.from_edges and carry_edge))
+        # width of e: [encoded edges (if read), previous edge state (if read), new edge state]
+        he = (hidden if inputs.edge_features else 0) + edge_dim * (1 + self.read_prev_edge)
+        self.edge_width = he
+        hg = hidden + (2 * node_dim if inputs.graph_history else 0)  # width of g
+        # Without any edge input, the edge map's slot holds a parameter-free placeholder, so the
+        # other maps keep the reference's indices (d3 is still the pointer's output map).
+        e_map = (lambda out: linear(he, out)) if he else (lambda out: nn.Identity())  # noqa: E731
         if self.from_edges:
-            if edge_dim == 0:
-                raise ValueError("pointer_decoding 'edge' needs a processor with an edge state")
-            self.carry_edge = carry_edge
-            self.d = nn.ModuleList([linear(he + (edge_dim if carry_edge else 0), 1)])
+            self.d = nn.ModuleList([linear(he, 1)])
         elif f.location is Location.NODE:
             if f.type in PTR:
-                self.d = nn.ModuleList([linear(hn, hidden), linear(hn, hidden), linear(he, hidden), linear(hidden, 1)])
+                self.d = nn.ModuleList([linear(hn, hidden), linear(hn, hidden), e_map(hidden), linear(hidden, 1)])
             else:
                 self.d = nn.ModuleList([linear(hn, k)])
         elif f.location is Location.EDGE:
             if f.type is Type.POINTER:
-                self.d = nn.ModuleList([linear(hn, hidden), linear(hn, hidden), linear(he, hidden),
+                self.d = nn.ModuleList([linear(hn, hidden), linear(hn, hidden), e_map(hidden),
                                         linear(hn, hidden), linear(hidden, 1)])
             else:
-                self.d = nn.ModuleList([linear(hn, k), linear(hn, k), linear(he, k)])
+                self.d = nn.ModuleList([linear(hn, k), linear(hn, k), e_map(k)])
         else:
-            self.d = nn.ModuleList([linear(hn, k), linear(hidden, k)] + ([linear(hn, 1)] if f.type is Type.POINTER else []))
+            self.d = nn.ModuleList([linear(hn, k), linear(hg, k)] + ([linear(hn, 1)] if f.type is Type.POINTER else []))
+
+    def _edge_states(self, ctx: DecodeContext) -> list[torch.Tensor]:
+        """The edge states this decoder reads, in the order of its weight columns."""
+        if not self.edge_dim:
+            return []
+        return ([ctx.prev_edge] if self.read_prev_edge else []) + [ctx.edge_state]
 
     def _edge_linear(self, layer: nn.Linear, ctx: DecodeContext) -> torch.Tensor:
-        """layer([e_ij, edge state_ij]) as (B, N, N, K)."""
-        out = ctx.edge.project(layer.weight[:, :self.hidden], layer.bias)
-        if self.edge_dim:
-            out = out + torch.matmul(ctx.edge_state, layer.weight[:, self.hidden:].t())
+        """layer(e_ij) as (B, N, N, K), e = [encoded edges, edge states] as this decoder reads them."""
+        out, col = None, 0
+        if self.inputs.edge_features:
+            out, col = ctx.edge.project(layer.weight[:, :self.hidden], layer.bias), self.hidden
+        for state in self._edge_states(ctx):
+            part = torch.matmul(state, layer.weight[:, col:col + state.shape[-1]].t())
+            out = part + layer.bias if out is None else out + part
+            col += state.shape[-1]
         return out
 
     def forward(self, ctx: DecodeContext, train: bool, generator: torch.Generator | None) -> torch.Tensor:
@@ -234,7 +286,9 @@ class FeatureDecoder(nn.Module):
                 logits = log_sinkhorn(logits, SINKHORN_STEPS, SINKHORN_TEMPERATURE, ctx.node_mask, noise)
             return logits
         if f.location is Location.EDGE:
-            pred = d[0](ctx.h)[:, :, None] + d[1](ctx.h)[:, None, :] + self._edge_linear(d[2], ctx)  # (B, N, N, k)
+            pred = d[0](ctx.h)[:, :, None] + d[1](ctx.h)[:, None, :]  # (B, N, N, k)
+            if self.edge_width:
+                pred = pred + self._edge_linear(d[2], ctx)
             if f.type is Type.POINTER:
                 logits = edge_pointer_logits(pred, d[3](ctx.h), d[4])  # (B, N, N, N)
                 return logits.masked_fill(~ctx.node_mask[:, None, None, :], NEG)
@@ -246,7 +300,10 @@ class FeatureDecoder(nn.Module):
             return pred
         # graph
         gr = ctx.h.masked_fill(~ctx.node_mask[..., None], NEG).amax(1)  # (B, H + 2D) over real nodes
-        pred = d[0](gr) + d[1](ctx.graph)  # (B, k)
+        g = ctx.graph
+        if self.inputs.graph_history:
+            g = torch.cat([g, ctx.prev_graph, ctx.graph_state], -1)  # (B, H + 2D)
+        pred = d[0](gr) + d[1](g)  # (B, k)
         if f.type is Type.POINTER:
             logits = pred + d[2](ctx.h).squeeze(-1)  # (B, N)
             return logits.masked_fill(~ctx.node_mask, NEG)
@@ -255,19 +312,14 @@ class FeatureDecoder(nn.Module):
     def _node_pointer(self, ctx: DecodeContext) -> torch.Tensor:
         """(B, N, N) logits: row i is node i's distribution over the node j it points to."""
         if self.from_edges:
-            layer = self.d[0]
-            h = self.hidden
-            logits = ctx.edge.project(layer.weight[:, :h], layer.bias)
-            rest = [ctx.prev_edge] if self.carry_edge else []
-            rest.append(ctx.edge_state)
-            logits = logits + torch.matmul(torch.cat(rest, -1), layer.weight[:, h:].t())
-            logits = logits.squeeze(-1)
+            logits = self._edge_linear(self.d[0], ctx).squeeze(-1)  # linear(e_ij)
         else:
             d = self.d
-            # (B, N, N): w . max(W1 h_i, W2 h_j + W3 e_ji), e = [encoded edges, new edge state]
+            # (B, N, N): w . max(W1 h_i, W2 h_j + W3 e_ji)
             w12 = torch.cat([d[0].weight, d[1].weight])  # both read h: one matmul
             p1, p2 = F.linear(ctx.h, w12, torch.cat([d[0].bias, d[1].bias])).split(self.hidden, -1)
-            logits = pointer_logits(p1, p2, ctx.edge, d[2], d[3], ctx.edge_state if self.edge_dim else None)
+            logits = pointer_logits(p1, p2, ctx.edge if self.inputs.edge_features else None,
+                                    d[2] if self.edge_width else None, d[3], self._edge_states(ctx))
         if self.inf_bias:
             logits = _inf_bias(logits, ctx.adj)
         return logits.masked_fill(~ctx.node_mask[:, None, :], NEG)
@@ -284,10 +336,10 @@ class Decoders(nn.Module):
 
     def __init__(self, features: list[Feature], hidden: int, node_dim: int, edge_dim: int,
                  pointer_decoding: PointerDecoding, carry_edge: bool, inf_bias: bool = False,
-                 inf_bias_edge: bool = False):
+                 inf_bias_edge: bool = False, inputs: DecoderInputs = DecoderInputs()):
         super().__init__()
         self.decoders = nn.ModuleDict({f.name: FeatureDecoder(f, hidden, node_dim, edge_dim, pointer_decoding,
-                                                              carry_edge, inf_bias, inf_bias_edge)
+                                                              carry_edge, inf_bias, inf_bias_edge, inputs)
                                        for f in features})
 
     def forward(self, ctx: DecodeContext, train: bool, generator: torch.Generator | None = None
@@ -299,13 +351,15 @@ def _argmax_one_hot(x: torch.Tensor) -> torch.Tensor:
     return one_hot(x.argmax(-1), x.shape[-1])
 
 
-def feedback(f: Feature, raw: torch.Tensor, hard: bool, node_mask: torch.Tensor) -> torch.Tensor:
+def feedback(f: Feature, raw: torch.Tensor, hard: bool, node_mask: torch.Tensor,
+             scalar_grad: bool = False) -> torch.Tensor:
     """A predicted hint as the next step's input value (the encoders' model form).
 
-    Soft: sigmoid / softmax (gradients flow); hard: threshold / argmax (scalars detached)."""
+    Soft: sigmoid / softmax (gradients flow); hard: threshold / argmax, scalars detached (CLRS 2.0
+    `postprocess(hard=True)`) unless `scalar_grad` (CLRS v1, the RT authors' fork: scalars pass as they are)."""
     t = f.type
     if t is Type.SCALAR:
-        return raw.detach() if hard else raw
+        return raw.detach() if hard and not scalar_grad else raw
     if t is Type.MASK:
         return (raw > 0).float() if hard else torch.sigmoid(raw)
     if t in (Type.MASK_ONE, Type.CATEGORICAL, Type.POINTER):

@@ -16,6 +16,10 @@ columns with the concatenated weights. Each feature still owns its parameters (`
 fused. Edge features are kept *factored* (`EdgeInput`: raw columns (B, N, N, F) and the (F, H) map),
 so a layer applied to them afterwards can be folded into the small map instead of running on the
 dense (B, N, N, H) tensor; `EdgeInput.dense()` gives the dense features when a consumer needs them.
+
+With `edge_features=False` (a processor that reads no edge features, the RT paper's standard
+transformer) nothing is encoded into edges: edge features and node pointers get no encoder and no
+columns (the EdgeInput has width-0 columns), and only still shape the adjacency.
 """
 
 from __future__ import annotations
@@ -142,9 +146,10 @@ def _slot(f: Feature) -> _Slot:
 class Encoders(nn.Module):
     """Encodes inputs once per forward and hints once per step; see the module docstring."""
 
-    def __init__(self, spec: Spec, hidden: int, encode_hints: bool, init: EncoderInit):
+    def __init__(self, spec: Spec, hidden: int, encode_hints: bool, init: EncoderInit, edge_features: bool = True):
         super().__init__()
         self.hidden = hidden
+        self.edge_features = edge_features
         stages = (Stage.INPUT, Stage.HINT) if encode_hints else (Stage.INPUT,)
         self.slots: dict[Stage, list[_Slot]] = {s: [_slot(f) for f in spec.values() if f.stage is s] for s in stages}
         if Stage.HINT not in self.slots:
@@ -152,7 +157,7 @@ class Encoders(nn.Module):
         self.weight = nn.ParameterDict()
         self.bias = nn.ParameterDict()
         for slots in self.slots.values():
-            for s in slots:
+            for s in filter(self._encodes, slots):
                 w = torch.empty(s.columns, hidden)
                 # Haiku Linear default: truncated normal (2 std), std = 1/sqrt(fan_in); fan_in is the
                 # feature's own width (1, or C for categoricals). xavier_on_scalars: hint scalars 1/sqrt(H).
@@ -167,8 +172,12 @@ class Encoders(nn.Module):
 
     # -- helpers -------------------------------------------------------------------------------
 
+    def _encodes(self, s: _Slot) -> bool:
+        """Whether the slot's feature is encoded (else it only shapes the adjacency)."""
+        return self.edge_features or s.target is not Location.EDGE
+
     def _weights(self, stage: Stage, target: Location) -> torch.Tensor:
-        ws = [self.weight[s.feature.name] for s in self.slots[stage] if s.target is target]
+        ws = [self.weight[s.feature.name] for s in self.slots[stage] if s.target is target and self._encodes(s)]
         if not ws:
             return self._anchor().new_zeros(0, self.hidden)
         return torch.cat(ws, 0)
@@ -178,7 +187,8 @@ class Encoders(nn.Module):
         return next(iter(self.bias.values()))
 
     def _bias(self, target: Location) -> torch.Tensor:
-        bs = [self.bias[s.feature.name].sum(0) for slots in self.slots.values() for s in slots if s.target is target]
+        bs = [self.bias[s.feature.name].sum(0) for slots in self.slots.values() for s in slots
+              if s.target is target and self._encodes(s)]
         return torch.stack(bs).sum(0) if bs else self._anchor().new_zeros(self.hidden)
 
     @staticmethod
@@ -213,7 +223,8 @@ class Encoders(nn.Module):
         cols: dict[Location, list[torch.Tensor]] = {loc: [] for loc in Location}
         for s in self.slots[stage]:
             v = values[s.feature.name].to(dtype)
-            cols[s.target].append(self._columns(s, v, node_mask, n_real))
+            if self._encodes(s):
+                cols[s.target].append(self._columns(s, v, node_mask, n_real))
             adj = self._adjacency(s, v, adj)
         out = {loc: (torch.cat(c, -1) if c else None) for loc, c in cols.items()}
         return out, adj

@@ -7,7 +7,9 @@
 
 Per forward pass, with T the batch's longest trajectory, the network runs S = max(1, T - 1) steps:
 step 0 encodes the inputs and the ground-truth hints[0]; step s >= 1 encodes the hints predicted at
-step s - 1 (soft or hard; in training, the ground truth with probability `teacher_forcing`); every
+step s - 1 (soft or hard, `hint_repred`; in training, per sample and per step, the ground truth
+instead with probability `teacher_forcing`, drawn anew at every step: the reference's and the RT
+authors' `hint_teacher_forcing_noise` is 1 - teacher_forcing); every
 step runs the processor from the carried state and decodes hints[s + 1]. A sample with L hint steps
 runs max(1, L - 1) steps: afterwards its state is frozen (later steps compute only the samples still
 running), and its outputs are decoded from its own last step. The loop over steps is the only Python
@@ -38,6 +40,9 @@ class NetOutput:
     outputs: dict[str, torch.Tensor]  # name -> (B, ...) logits / values, decoded at each sample's last step
     hints: dict[str, torch.Tensor]  # name -> (B, S, ...): entry s predicts hints[:, s + 1]
     node_mask: torch.Tensor  # (B, N) bool
+    # forward(return_state=True): each sample's processor state after its own last step; the edge is that
+    # step's edge state (also for processors that do not carry it, e.g. Triplet-GMPNN's triplet messages)
+    state: State | None = None
 
 
 def _scatter(full: torch.Tensor | None, rows: torch.Tensor, part: torch.Tensor, size: int) -> torch.Tensor:
@@ -57,7 +62,9 @@ def _where(keep: torch.Tensor, a: torch.Tensor | None, b: torch.Tensor | None) -
 class Net(nn.Module):
     """Encoders + processor + decoders; see the module docstring."""
 
-    def __init__(self, spec: Spec, cfg: ModelConfig, processor: Processor):
+    def __init__(self, spec: Spec, cfg: ModelConfig, processor: Processor, shared_processor: bool = False):
+        """`shared_processor`: the processor belongs to a multi-task model that holds (and saves) it
+        once; this net only uses it, so it is not one of this net's submodules."""
         super().__init__()
         self.spec = prepare_spec(spec, cfg)
         self.cfg = cfg
@@ -66,20 +73,28 @@ class Net(nn.Module):
         if cfg.pointer_decoding is PointerDecoding.EDGE and processor.edge_dim == 0:
             raise RelreasonError("model.pointer_decoding 'edge' needs a processor with an edge state",
                                  "use pointer_decoding: node, or a processor with edge_dim > 0 (e.g. rt)")
-        self.processor = processor
-        self.encoders = Encoders(self.spec, cfg.hidden, cfg.hint_mode.encode, cfg.encoder_init)
+        if shared_processor:
+            self.__dict__["processor"] = processor  # a plain attribute: not registered, not in state_dict()
+        else:
+            self.processor = processor
+        reads = processor.decoder_inputs
+        # a processor that reads no edge features gets none encoded (its decoders read none either)
+        self.encoders = Encoders(self.spec, cfg.hidden, cfg.hint_mode.encode, cfg.encoder_init,
+                                 edge_features=reads.edge_features)
         self.output_features = [f for f in self.spec.values() if f.stage is Stage.OUTPUT]
         self.hint_features = [f for f in self.spec.values() if f.stage is Stage.HINT]
         dec = dict(hidden=cfg.hidden, node_dim=processor.node_dim, edge_dim=processor.edge_dim,
                    pointer_decoding=cfg.pointer_decoding, carry_edge=processor.carry_edge,
-                   inf_bias=processor.inf_bias, inf_bias_edge=processor.inf_bias_edge)
+                   inf_bias=processor.inf_bias, inf_bias_edge=processor.inf_bias_edge, inputs=reads)
         self.output_decoders = Decoders(self.output_features, **dec)
         self.hint_decoders = Decoders(self.hint_features, **dec) if cfg.hint_mode.decode else None
 
     # -- forward -------------------------------------------------------------------------------
 
-    def forward(self, batch: Batch, *, train: bool, generator: torch.Generator | None = None) -> NetOutput:
-        """Runs the hint loop. `generator` draws teacher forcing, Gumbel noise and dropout (training only).
+    def forward(self, batch: Batch, *, train: bool, generator: torch.Generator | None = None,
+                return_state: bool = False) -> NetOutput:
+        """Runs the hint loop. `generator` draws teacher forcing, Gumbel noise and dropout (training only);
+        `return_state` also returns the final processor state (`NetOutput.state`, what TransNAR reads).
 
         Each step computes only the samples still running (a sample with L hint steps runs
         max(1, L - 1) steps): the batch shrinks as trajectories end, which skips about a third of
@@ -89,7 +104,9 @@ class Net(nn.Module):
         B, n, device = batch.size, batch.n, batch.device
         S = max(1, batch.max_length - 1)
         steps = [max(1, L - 1) for L in batch.lengths.tolist()]  # steps each sample runs
-        hard = cfg.hint_repred is RepredMode.HARD or (cfg.hint_repred is RepredMode.HARD_ON_EVAL and not train)
+        hard = cfg.hint_repred is not RepredMode.SOFT and not (cfg.hint_repred is RepredMode.HARD_ON_EVAL and train)
+        reads = proc.decoder_inputs
+        read_prev_edge = proc.carry_edge or reads.edge_history  # see FeatureDecoder.read_prev_edge
 
         base = self.encoders.encode_inputs(batch.inputs, batch.node_mask)
         state = proc.initial_state(B, n, device, base.node.dtype)
@@ -97,6 +114,7 @@ class Net(nn.Module):
         hint_preds: dict[str, list[torch.Tensor]] = {f.name: [] for f in self.hint_features} if self.hint_decoders else {}
         prev: dict[str, torch.Tensor] = {}  # last step's raw hint predictions, (B, ...)
         outputs: dict[str, torch.Tensor] = {}
+        final_edge = None  # (B, N, N, E) with return_state: each sample's edge state of its last step
         edge_in_form = (lambda e: e) if proc.factored_edges else (lambda e: e.dense())  # noqa: E731
 
         for s in range(S):
@@ -122,9 +140,11 @@ class Net(nn.Module):
                 new = replace(new, node=new.node * keep / (1.0 - cfg.dropout))
             ctx = DecodeContext(
                 h=torch.cat([feats.node, now.node, new.node], -1),  # (b, N, H + 2D)
-                edge=feats.edge, edge_state=new.edge if proc.edge_dim else None,
-                prev_edge=now.edge if proc.carry_edge else None,
-                graph=feats.graph, adj=feats.adj, node_mask=sub.node_mask)
+                edge=feats.edge if reads.edge_features else None, edge_state=new.edge if proc.edge_dim else None,
+                prev_edge=now.edge if read_prev_edge and proc.edge_dim else None,
+                graph=feats.graph, adj=feats.adj, node_mask=sub.node_mask,
+                prev_graph=now.graph if reads.graph_history else None,
+                graph_state=new.graph if reads.graph_history else None)
             if self.hint_decoders is not None:
                 raw = self.hint_decoders(ctx, train, generator)
                 prev = raw if rows is None else {k: _scatter(None, rows, v, B) for k, v in raw.items()}
@@ -140,6 +160,8 @@ class Net(nn.Module):
                 else:
                     dest = torch.tensor([running[i] for i in ending], device=device)
                     outputs = {k: _scatter(outputs.get(k), dest, v, B) for k, v in out.items()}
+            if return_state and new.edge is not None:
+                final_edge = new.edge if rows is None else _scatter(final_edge, rows, new.edge, B)
             new_edge = new.edge if proc.carry_edge else now.edge
             if rows is None:
                 state = State(new.node, new_edge, new.graph)
@@ -149,7 +171,8 @@ class Net(nn.Module):
                               None if state.graph is None else state.graph.index_copy(0, rows, new.graph))
 
         hints = {k: torch.stack(v, 1) for k, v in hint_preds.items()}
-        return NetOutput(outputs, hints, batch.node_mask)
+        final = State(state.node, final_edge, state.graph) if return_state else None
+        return NetOutput(outputs, hints, batch.node_mask, final)
 
     def _hint_inputs(self, batch: Batch, s: int, prev: dict[str, torch.Tensor], rows: torch.Tensor | None,
                      train: bool, hard: bool, generator: torch.Generator | None) -> dict[str, torch.Tensor]:
@@ -165,7 +188,8 @@ class Net(nn.Module):
 
         if s == 0 or (train and tf >= 1.0):
             return truth()
-        decoded = {f.name: feedback(f, pick(prev[f.name]), hard, node_mask) for f in self.hint_features}
+        scalar_grad = self.cfg.hint_repred is RepredMode.HARD_SCALAR_GRAD
+        decoded = {f.name: feedback(f, pick(prev[f.name]), hard, node_mask, scalar_grad) for f in self.hint_features}
         if not (train and tf > 0.0):
             return decoded
         # per sample, as the reference; drawn for the whole batch so a sample's draw does not depend on the others

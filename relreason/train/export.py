@@ -26,9 +26,13 @@ def read_results(run_dir: Path) -> dict:
 def results_table(run_dir: Path, fmt: str) -> str:
     if fmt not in FORMATS:
         raise RelreasonError(f"unknown results format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
+    from relreason.tasks import METRIC_LABELS
+
     res = read_results(run_dir)
-    rows = score_rows(res["test"])
-    return render(rows, ["feature", "score"], fmt, title=f"{res['model']} on {res['task']}, test n={res['test_size']}")
+    rows = score_rows({**res["test"], "per_task": res.get("per_task") or {}})
+    label = res.get("test_label") or f"test, n={res['test_size']}"
+    metric = METRIC_LABELS.get(res.get("metric", "clrs"), res.get("metric"))
+    return render(rows, ["feature", "score"], fmt, title=f"{res['model']} on {res['task']}, {label}: {metric}")
 
 
 def export_bundle(run_dir: Path, out_dir: Path | None = None) -> Path:
@@ -54,11 +58,18 @@ def export_bundle(run_dir: Path, out_dir: Path | None = None) -> Path:
 
 
 def model_card(res: dict) -> str:
-    table = render(score_rows(res["test"]), ["feature", "score"], "md")
+    from relreason.tasks import METRIC_LABELS
+
+    metric = res.get("metric", "clrs")
+    table = render(score_rows({**res["test"], "per_task": res.get("per_task") or {}}), ["feature", "score"], "md")
+    label = res.get("test_label") or f"test, n={res['test_size']}"
+    again = (f"relreason eval THIS_DIRECTORY --ood {res['test_size']}" if metric != "relative_loss" else
+             f"relreason eval THIS_DIRECTORY --ood {res['config']['data'].get('test_backbone', 100)}")
+    deviation = f"\n**Deviation from the paper's protocol:** {res['deviation']}\n" if res.get("deviation") else ""
     return (f"# {res['model']} on {res['task']}\n\n"
-            f"Trained with relreason {res['relreason']}, seed {res['seed']}, recipe {res.get('recipe') or 'default'}:"
-            f" {res['examples']} training examples in {res['seconds']} s.\n\n"
+            f"Trained with relreason {res['relreason']}, seed {res['seed']}, recipe {res.get('recipe')}:"
+            f" {res['examples']} training examples in {res['seconds']} s (final test included).\n{deviation}\n"
             f"Command:\n\n```\n{res.get('command') or '(python API)'}\n```\n\n"
             f"Best validation score {res['best_val']:.4f} (after {res['best_examples']} examples).\n\n"
-            f"## Test (out of distribution, n = {res['test_size']}), CLRS metric\n\n{table}\n"
-            "Evaluate again with `relreason eval THIS_DIRECTORY --ood 64`.\n")
+            f"## Out-of-distribution test ({label}): {METRIC_LABELS.get(metric, metric)}\n\n{table}\n"
+            f"Evaluate again with `{again}`.\n")

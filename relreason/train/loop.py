@@ -1,14 +1,22 @@
 """The training loop: `run(config) -> RunResult`, called by `relreason train`, `ablate` and the tests.
 
-Schedule (as the reference): Adam, global-norm clipping, a random batch per step, validation every
-`eval_every_examples` examples, the best-on-validation weights kept and tested at the OOD size at
-the end. Determinism: every random draw of step k (batch indices, random positions, Gumbel noise,
-teacher forcing) comes from generators seeded by (seed, k), and the checkpoint holds the optimizer
-and the loop counters, so a run resumed from `last/` ends with the same weights as one never
-interrupted (on CPU).
+    res = run(build_config("mpnn", "bellman_ford", "quick"), out=Path("runs"), name="demo")
 
-Run directory `runs/<name>/`: `best/` and `last/` checkpoints, `metrics.jsonl` (one JSON line per
-validation and the final test), `results.json` (the summary that `export` reads).
+Three phases, each a function below: `_open` (the run directory, its lock, resuming), `_train`
+(the step loop: Adam, optional global-norm clipping, validation every `eval_every_examples`
+examples with the best weights kept) and `_final_test` (the best checkpoint on the OOD test). What
+is trained and how it is scored comes from a `Workload` (relreason.train.workloads), so graph
+tasks, multi-task runs and text models share this loop.
+
+Determinism: every random draw of step k comes from generators seeded by (seed, k), and the
+checkpoint holds the optimizer and the loop counters, so a run resumed from `last/` ends with the
+same weights as one never interrupted (on CPU). A validation record is appended to `metrics.jsonl`
+before `last/` moves forward, so a kill never loses a line (resuming drops lines written after the
+checkpoint it resumes from, and they are written again).
+
+Run directory `runs/<name>/`: `best/` and `last/` checkpoints, `config.json` (the resolved config),
+`metrics.jsonl` (one JSON line per validation, the resume events and the final test), `results.json`
+(the summary that `runs`, `compare` and `export` read) and `.lock` (held while a process trains).
 """
 
 from __future__ import annotations
@@ -22,13 +30,13 @@ from pathlib import Path
 import torch
 
 from relreason import __version__
-from relreason.config import Config
-from relreason.data.specs import spec_hash
+from relreason.config import Config, config_from_dict, recipe_deviation
 from relreason.errors import RelreasonError
-from relreason.eval.evaluate import evaluate_dataset, step_indices, trim
-from relreason.runtime import keep_freed_memory, progress
-from relreason.tasks import TASKS
+from relreason.runtime import RunLock, bars_enabled, keep_freed_memory, progress
 from relreason.train import checkpoint as ckpt
+
+# Keys a resumed run may change: they do not alter what already ran (a longer budget continues it).
+RESUMABLE_KEYS = ("train.train_examples", "train.device", "train.threads", "train.eval_batch_size")
 
 
 @dataclass
@@ -38,175 +46,309 @@ class RunResult:
     examples: int
     best_val: float | None
     best_examples: int | None
-    test: dict = field(default_factory=dict)  # outputs, score, hints of the best checkpoint at the OOD size
-    seconds: float = 0.0
+    test: dict = field(default_factory=dict)  # score, outputs, hints (, per_task) of the best checkpoint at the OOD size
+    seconds: float = 0.0  # training, validations and the final test
     interrupted: bool = False
     test_size: int = 0  # nodes of the OOD test graphs (padded size for variable-size tasks)
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise RelreasonError(f"device {name!r} requested but CUDA is not available", "use --device cpu or auto")
-    return torch.device(name)
+    test_label: str = ""  # "test, n=64, 32 samples"
+    metric: str = "clrs"
+    lower_is_better: bool = False
+    deviation: str | None = None  # the recipe's own statement of how it departs from the papers
 
 
 def default_run_name(cfg: Config) -> str:
-    return f"{cfg.model_name}-{cfg.task}-s{cfg.train.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+    task = cfg.task.replace(",", "+").replace(":", "-")
+    return f"{cfg.model_name}-{task}-s{cfg.train.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def scores_dict(scores) -> dict:
-    return {"score": float(scores.score), "outputs": {k: float(v) for k, v in scores.outputs.items()},
-            "hints": {k: float(v) for k, v in scores.hints.items()}}
+def check_run_name(name: str) -> None:
+    if not name or name in (".", "..") or "/" in name or "\\" in name or name.startswith("."):
+        raise RelreasonError(f"invalid run name {name!r}", "use a plain name without '/', '..' or a leading '.'")
 
 
-def build(cfg: Config, device: torch.device):
-    """The task, the prepared spec and the model for a config (the same in train, eval and ablate)."""
-    from relreason.models.batch import prepare_spec
-    from relreason.models.net import build_model
+def config_diff(a: Config, b: Config) -> dict[str, tuple]:
+    """{"section.key": (a's value, b's value)} for every key that differs."""
+    da, db = a.to_dict(), b.to_dict()
+    out = {}
+    for key in ("model_name", "task"):
+        if da[key] != db[key]:
+            out[key] = (da[key], db[key])
+    for section in set(da) | set(db):
+        if not isinstance(da.get(section), dict) and not isinstance(db.get(section), dict):
+            continue
+        sa, sb = da.get(section) or {}, db.get(section) or {}
+        for k in set(sa) | set(sb):
+            if sa.get(k) != sb.get(k):
+                out[f"{section}.{k}"] = (sa.get(k), sb.get(k))
+    return out
 
-    task = TASKS.get(cfg.task)
-    spec = prepare_spec(task.spec, cfg.model)
-    torch.manual_seed(cfg.train.seed)
-    model = build_model(spec, cfg.model, cfg.model_name, cfg.processor).to(device)
-    return task, spec, model
+
+def stored_config(run_dir: Path) -> Config:
+    """The configuration a run was started with (from its last checkpoint)."""
+    last = Path(run_dir) / "last"
+    ckpt.recover(last)
+    if not (last / "trainer_state.json").exists():
+        raise RelreasonError(f"nothing to resume in {run_dir}", "start it without --resume")
+    return ckpt.load_config(last)
+
+
+def resume_config(run_dir: Path, overrides: list[str]) -> Config:
+    """The config to resume a run with: its stored config, with `overrides` (`--set` items) applied
+    only where they are allowed to change on resume (RESUMABLE_KEYS); anything else is refused."""
+    from relreason.config import Layer, parse_overrides, resolve
+
+    stored = stored_config(run_dir)
+    plain = stored.to_dict()
+    base = {s: plain[s] for s in stored.sections()}
+    cfg = resolve(stored.model_name, stored.task, [Layer("stored", base), Layer("--set", parse_overrides(overrides))],
+                  stored.recipe)
+    cfg.sources = stored.sources
+    bad = {k: v for k, v in config_diff(stored, cfg).items() if k not in RESUMABLE_KEYS}
+    if bad:
+        shown = ", ".join(f"{k}={new!r} (the run has {old!r})" for k, (old, new) in sorted(bad.items()))
+        raise RelreasonError(f"--resume continues the run as it was configured; it cannot change {shown}",
+                             f"drop those options, or start a new run; only {', '.join(RESUMABLE_KEYS)} may change")
+    return cfg
+
+
+def has_progress(run_dir: Path) -> bool:
+    """True when a run directory holds a checkpoint or results (a run killed during its very first
+    validation left only config.json / metrics.jsonl: nothing to resume, so it may start afresh)."""
+    return any((Path(run_dir) / p).exists() for p in ("last", "best", "results.json", ".last.old"))
 
 
 def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: bool = False,
         show_progress: bool = True, command: str | None = None, log=None) -> RunResult:
     """Trains `cfg.model_name` on `cfg.task`; returns where the run is and how it scored."""
-    from relreason.models.batch import Batch
+    from relreason.models.build import resolve_device
+    from relreason.train.workloads import build_workload
 
     log = log or (lambda msg: print(msg, file=sys.stderr))
-    keep_freed_memory()
-    t = cfg.train
-    if t.threads:
-        torch.set_num_threads(t.threads)
-    device = resolve_device(t.device)
+    if name is not None:
+        check_run_name(name)
     if resume and name is None:
         raise RelreasonError("--resume needs the run's --name", "e.g. relreason train mpnn bfs --name myrun --resume")
+    keep_freed_memory()
     run_dir = Path(out) / (name or default_run_name(cfg))
-    last_dir, best_dir = run_dir / "last", run_dir / "best"
-    if resume:
-        ckpt.recover(last_dir)
-        if not (last_dir / "trainer_state.json").exists():
-            raise RelreasonError(f"nothing to resume in {run_dir}", "start it without --resume")
-        stored = ckpt.load_config(last_dir)
-        if stored.to_dict() != cfg.to_dict():
-            cfg = stored  # the run's own configuration wins; overrides on resume would change the run
-            log(f"resuming with the run's stored configuration ({last_dir / 'config.json'})")
-    elif run_dir.exists() and any(run_dir.iterdir()):
+    if not resume and has_progress(run_dir):
         raise RelreasonError(f"run directory {run_dir} already exists", "pass --resume to continue it or another --name")
+    with RunLock(run_dir):
+        if not resume and has_progress(run_dir):  # another process got here first
+            raise RelreasonError(f"run directory {run_dir} already exists", "pass --resume to continue it or another --name")
+        if cfg.train.threads:
+            torch.set_num_threads(cfg.train.threads)
+        device = resolve_device(cfg.train.device)
+        workload = build_workload(cfg, device)
+        try:
+            session = _Session(cfg, run_dir, workload, command, log, show_progress)
+            session.open(resume)
+            interrupted = session.train()
+            result = session.result(interrupted)
+            if not interrupted:
+                session.final_test(result)
+            return result
+        finally:
+            workload.close()
 
-    task, spec, model = build(cfg, device)
-    train_ds = task.load("train", cfg.data)
-    val_ds = task.load("val", cfg.data)
-    opt = torch.optim.Adam(model.parameters(), lr=t.lr, foreach=True)
-    shash = spec_hash(task.spec)
-    extra = {"task": cfg.task, "model": cfg.model_name, "command": command}
 
-    state = {"step": 0, "examples": 0, "best_val": None, "best_examples": None, "seconds": 0.0, "last_loss": None}
-    if resume:
-        ckpt.load_weights(last_dir, model)
-        ckpt.load_optimizer(last_dir, opt)
-        state.update(ckpt.load_trainer_state(last_dir))
-        _truncate_metrics(run_dir / "metrics.jsonl", state["examples"])
-        log(f"resumed {run_dir} at {state['examples']} examples")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.json").write_text(json.dumps({"relreason": __version__, "config": cfg.to_dict(),
-                                                     "command": command}, indent=2))
+class _Session:
+    """One process training one run directory (the state `run` threads through its phases)."""
 
-    def checkpoint(which: Path, with_optimizer: bool) -> None:
-        ckpt.save_checkpoint(which, model, cfg, shash, extra, opt if with_optimizer else None,
-                             dict(state) if with_optimizer else None)
+    def __init__(self, cfg: Config, run_dir: Path, workload, command: str | None, log, show_progress: bool):
+        self.cfg, self.run_dir, self.wl, self.command, self.log = cfg, run_dir, workload, command, log
+        self.show_progress = show_progress
+        self.last_dir, self.best_dir = run_dir / "last", run_dir / "best"
+        self.metrics = run_dir / "metrics.jsonl"
+        self.opt = torch.optim.Adam(workload.model.parameters(), lr=cfg.train.lr, foreach=True)
+        self.state = {"step": 0, "examples": 0, "best_val": None, "best_examples": None, "seconds": 0.0,
+                      "last_loss": None}
+        self.extra = {"task": cfg.task, "model": cfg.model_name, "command": command}
+        self.deviation = recipe_deviation(cfg.recipe) if cfg.recipe else None
 
-    def validate() -> float:
-        # random positions on validation too, as the reference; the same draw at every validation, so
-        # checkpoints are compared on identical inputs (and a resumed run validates as the original)
-        gen = torch.Generator().manual_seed(t.seed * 1_000_003 - 1)
-        scores = evaluate_dataset(model, val_ds, spec, cfg.model, device, t.eval_batch_size,
-                                  scorer=task.scorer(spec), generator=gen)
-        rec = {"event": "val", "step": state["step"], "examples": state["examples"], "loss": state["last_loss"],
-               **scores_dict(scores), "time": round(state["seconds"], 2)}
-        improved = state["best_val"] is None or (scores.score < state["best_val"] if task.lower_is_better
-                                                 else scores.score > state["best_val"])
+    # -- phase 1: the run directory ------------------------------------------------------------
+
+    def open(self, resume: bool) -> None:
+        cfg, t = self.cfg, self.cfg.train
+        if resume:
+            stored = stored_config(self.run_dir)
+            changed = config_diff(stored, cfg)
+            bad = {k: v for k, v in changed.items() if k not in RESUMABLE_KEYS}
+            if bad:
+                raise RelreasonError(f"cannot resume {self.run_dir} with a different configuration "
+                                     f"({', '.join(sorted(bad))} differ)",
+                                     "resume with the run's own options (relreason train ... --name NAME --resume)")
+            ckpt.load_weights(self.last_dir, self.wl.model)
+            ckpt.load_optimizer(self.last_dir, self.opt)
+            self.state.update(ckpt.load_trainer_state(self.last_dir))
+            if self.state["examples"] > t.train_examples:
+                raise RelreasonError(f"the run has trained {self.state['examples']} examples, more than "
+                                     f"train.train_examples={t.train_examples}", "give a budget at least that large")
+            _truncate_metrics(self.metrics, self.state["examples"])
+            _append(self.metrics, {"event": "resume", "examples": self.state["examples"],
+                                   "changed": {k: list(v) for k, v in changed.items()}})
+            self.log(f"resumed {self.run_dir} at {self.state['examples']} examples"
+                     + (f" (changed: {', '.join(sorted(changed))})" if changed else ""))
+        else:
+            self.metrics.unlink(missing_ok=True)  # leftovers of a run killed before its first checkpoint
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        _write_json(self.run_dir / "config.json", {"relreason": __version__, "config": cfg.to_dict(),
+                                                   "sources": cfg.sources, "command": self.command})
+
+    def checkpoint(self, which: Path, with_optimizer: bool) -> None:
+        ckpt.save_checkpoint(which, self.wl.model, self.cfg, self._spec_hash(), self.extra,
+                             self.opt if with_optimizer else None, dict(self.state) if with_optimizer else None)
+
+    def _spec_hash(self) -> str:
+        from relreason.data.specs import spec_hash
+
+        specs = getattr(getattr(self.wl, "built", None), "specs", None)
+        if not specs:
+            return getattr(self.wl, "spec_hash", "")
+        return spec_hash({f"{t}/{k}": f for t, s in specs.items() for k, f in s.items()})
+
+    # -- phase 2: training ---------------------------------------------------------------------
+
+    def validate(self) -> float:
+        st = self.state
+        with progress(self.wl.eval_total("val"), "validation", unit="ex", disable=not self.show_progress) as bar:
+            res = self.wl.evaluate("val", on_examples=bar.update)
+        rec = {"event": "val", "step": st["step"], "examples": st["examples"], "loss": st["last_loss"],
+               **{k: res[k] for k in ("score", "outputs", "hints")}, "time": round(st["seconds"], 2)}
+        if res.get("per_task"):
+            rec["per_task"] = {k: {"score": v["score"], "outputs": v["outputs"]} for k, v in res["per_task"].items()}
+        score = float(res["score"])
+        improved = st["best_val"] is None or (score < st["best_val"] if self.wl.lower_is_better else score > st["best_val"])
+        _append(self.metrics, rec)  # first: a kill after this line re-validates on resume, never loses it
         if improved:
-            state["best_val"], state["best_examples"] = float(scores.score), state["examples"]
-            checkpoint(best_dir, with_optimizer=False)
-        checkpoint(last_dir, with_optimizer=True)
-        _append(run_dir / "metrics.jsonl", rec)
-        return float(scores.score)
+            st["best_val"], st["best_examples"] = score, st["examples"]
+            self.checkpoint(self.best_dir, with_optimizer=False)
+        self.checkpoint(self.last_dir, with_optimizer=True)
+        if self.show_progress and not bars_enabled():
+            self.log(f"{st['examples']} examples: loss {_fmt(st['last_loss'])}, validation {score:.4f}, "
+                     f"best {st['best_val']:.4f}")
+        return score
 
-    total = t.train_examples
-    bar = progress(total, f"{cfg.model_name} {cfg.task}", unit="ex", disable=not show_progress,
-                   initial=state["examples"])
-    interrupted = False
-    started = time.time() - state["seconds"]
-    next_eval = (state["examples"] // t.eval_every_examples + 1) * t.eval_every_examples
-    model.train()
-    try:
-        if state["step"] == 0:
-            validate()
-        while state["examples"] < total:
-            step = state["step"]
-            idx = step_indices(t.seed, step, len(train_ds), t.batch_size)
-            gen = torch.Generator().manual_seed(t.seed * 1_000_003 + step)
-            batch = Batch.from_dataset(trim(train_ds.take(idx)), cfg.model, spec, device, generator=gen)
-            out = model(batch, train=True, generator=gen)
-            loss, _parts = model.loss(batch, out)
-            if not torch.isfinite(loss):
-                raise RelreasonError(f"the loss became {loss.item()} at step {step}",
-                                     "lower train.lr or train.grad_clip")
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip, foreach=True)
-            opt.step()
-            state["step"] += 1
-            state["examples"] += t.batch_size
-            state["last_loss"] = float(loss.item())
-            state["seconds"] = time.time() - started
-            bar.update(t.batch_size)
-            if state["examples"] >= next_eval or state["examples"] >= total:
-                score = validate()
-                next_eval += t.eval_every_examples
-                bar.set_postfix(loss=f"{state['last_loss']:.3f}", val=f"{score:.3f}",
-                                best=f"{state['best_val']:.3f}")
-            else:
-                bar.set_postfix(loss=f"{state['last_loss']:.3f}", best=f"{state['best_val']:.3f}", refresh=False)
-    except KeyboardInterrupt:
-        interrupted = True
-        state["seconds"] = time.time() - started
-        checkpoint(last_dir, with_optimizer=True)
-        log(f"\ninterrupted: saved {last_dir}; continue with --name {run_dir.name} --resume")
-    finally:
-        bar.close()
-    result = RunResult(run_dir, state["step"], state["examples"], state["best_val"], state["best_examples"],
-                       seconds=state["seconds"], interrupted=interrupted)
-    if interrupted:
-        return result
-    ckpt.load_weights(best_dir, model)
-    test_ds = task.load("test", cfg.data)
-    test = evaluate_dataset(model, test_ds, spec, cfg.model, device, t.eval_batch_size, scorer=task.scorer(spec))
-    result.test = scores_dict(test)
-    result.test_size = test_ds.n
-    _append(run_dir / "metrics.jsonl", {"event": "test", "size": test_ds.n, "num": len(test_ds),
-                                        "best_examples": state["best_examples"], **result.test})
-    summary = {"relreason": __version__, "model": cfg.model_name, "task": cfg.task, "seed": t.seed,
-               "recipe": cfg.recipe, "command": command, "steps": state["step"], "examples": state["examples"],
-               "seconds": round(state["seconds"], 1), "best_val": state["best_val"],
-               "best_examples": state["best_examples"], "test_size": test_ds.n, "test": result.test,
-               "config": cfg.to_dict()}
+    def train(self) -> bool:
+        """Runs steps until the budget; returns True when interrupted (Ctrl-C / SIGTERM)."""
+        cfg, t, st = self.cfg, self.cfg.train, self.state
+        model = self.wl.model
+        per_step = t.batch_size
+        bar = progress(t.train_examples, _desc(cfg), unit="ex", disable=not self.show_progress,
+                       initial=st["examples"])
+        started = time.time() - st["seconds"]
+        next_eval = (st["examples"] // t.eval_every_examples + 1) * t.eval_every_examples
+        model.train()
+        try:
+            with _terminate_as_interrupt():
+                if st["step"] == 0:
+                    self.validate()
+                while st["examples"] < t.train_examples:
+                    step = st["step"]
+                    losses = []
+                    for part in self.wl.step_batches(step):
+                        loss, _terms = self.wl.loss(model, part, step)
+                        if not torch.isfinite(loss):
+                            raise RelreasonError(f"the loss became {loss.item()} at step {step}",
+                                                 "lower train.lr or set train.grad_clip")
+                        self.opt.zero_grad(set_to_none=True)
+                        loss.backward()
+                        if t.grad_clip is not None:
+                            torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip, foreach=True)
+                        self.opt.step()
+                        losses.append(float(loss.item()))
+                    st["step"] += 1
+                    st["examples"] += per_step
+                    st["last_loss"] = sum(losses) / len(losses)
+                    st["seconds"] = time.time() - started
+                    bar.update(per_step)
+                    if st["examples"] >= next_eval or st["examples"] >= t.train_examples:
+                        score = self.validate()
+                        next_eval += t.eval_every_examples
+                        bar.set_postfix(loss=_fmt(st["last_loss"]), val=f"{score:.3f}", best=f"{st['best_val']:.3f}")
+                    else:
+                        bar.set_postfix(loss=_fmt(st["last_loss"]), best=f"{st['best_val']:.3f}", refresh=False)
+        except KeyboardInterrupt:
+            st["seconds"] = time.time() - started
+            self.checkpoint(self.last_dir, with_optimizer=True)
+            self.log(f"\ninterrupted: saved {self.last_dir}; continue with --name {self.run_dir.name} --resume")
+            return True
+        finally:
+            bar.close()
+        return False
+
+    def result(self, interrupted: bool) -> RunResult:
+        st = self.state
+        return RunResult(self.run_dir, st["step"], st["examples"], st["best_val"], st["best_examples"],
+                         seconds=st["seconds"], interrupted=interrupted, metric=self.wl.metric,
+                         lower_is_better=self.wl.lower_is_better, deviation=self.deviation)
+
+    # -- phase 3: the final test ---------------------------------------------------------------
+
+    def final_test(self, result: RunResult) -> None:
+        cfg, st = self.cfg, self.state
+        t0 = time.time()
+        ckpt.load_weights(self.best_dir, self.wl.model)
+        with progress(self.wl.eval_total("test"), "final test", unit="ex", disable=not self.show_progress) as bar:
+            res = self.wl.evaluate("test", on_examples=bar.update)
+        result.test = {k: res[k] for k in ("score", "outputs", "hints")}
+        if res.get("per_task"):
+            result.test["per_task"] = res["per_task"]
+        result.test_size, result.test_label = res["size"], res["label"]
+        result.seconds = st["seconds"] + (time.time() - t0)
+        _append(self.metrics, {"event": "test", "size": res["size"], "num": res["num"], "label": res["label"],
+                               "best_examples": st["best_examples"], **result.test})
+        summary = {"relreason": __version__, "model": cfg.model_name, "task": cfg.task, "tasks": cfg.tasks,
+                   "seed": cfg.train.seed, "recipe": cfg.recipe, "deviation": self.deviation, "command": self.command,
+                   "metric": self.wl.metric, "lower_is_better": self.wl.lower_is_better,
+                   "steps": st["step"], "examples": st["examples"], "seconds": round(result.seconds, 1),
+                   "train_seconds": round(st["seconds"], 1), "best_val": st["best_val"],
+                   "best_examples": st["best_examples"], "test_size": res["size"], "test_label": res["label"],
+                   "test": result.test, "per_task": res.get("per_task") or {}, "config": cfg.to_dict()}
+        _write_json(self.run_dir / "results.json", summary)
+
+
+def _desc(cfg: Config) -> str:
+    return f"{cfg.model_name} {cfg.task}"
+
+
+def _fmt(x) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+class _terminate_as_interrupt:
+    """SIGTERM (a scheduler's stop, `kill`) is handled like Ctrl-C: checkpoint, then exit."""
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        self._old = None
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGTERM, _raise_interrupt)
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self._old is not None:
+            signal.signal(signal.SIGTERM, self._old)
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _write_json(path: Path, obj: dict) -> None:
     from relreason.data.store import atomic_path
 
-    with atomic_path(run_dir / "results.json") as tmp:
-        tmp.write_text(json.dumps(summary, indent=2))
-    return result
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2))
 
 
 def _append(path: Path, record: dict) -> None:
     with open(path, "a") as f:
         f.write(json.dumps(record, allow_nan=True) + "\n")
+        f.flush()
 
 
 def _truncate_metrics(path: Path, examples: int) -> None:
@@ -219,9 +361,12 @@ def _truncate_metrics(path: Path, examples: int) -> None:
             rec = json.loads(line)
         except json.JSONDecodeError:
             continue  # a line cut by a kill
-        if rec.get("event") == "val" and rec.get("examples", 0) <= examples:
+        if rec.get("event") in ("val", "resume") and rec.get("examples", 0) <= examples:
             keep.append(line)
-    path.write_text("".join(x + "\n" for x in keep))
+    from relreason.data.store import atomic_path
+
+    with atomic_path(path) as tmp:
+        tmp.write_text("".join(x + "\n" for x in keep))
 
 
-__all__ = ["RunResult", "run", "build", "resolve_device"]
+__all__ = ["RunResult", "run", "resume_config", "stored_config", "config_diff", "check_run_name"]

@@ -7,8 +7,8 @@ import torch
 
 from relreason.data.specs import Feature, Location, Stage, Type
 from relreason.models.config import PointerDecoding
-from relreason.models.decoders import (NEG, DecodeContext, FeatureDecoder, feedback, fuse_permutation, harden,
-                                       log_sinkhorn, pointer_logits)
+from relreason.models.decoders import (NEG, DecodeContext, DecoderInputs, FeatureDecoder, feedback, fuse_permutation,
+                                       harden, log_sinkhorn, pointer_logits)
 from relreason.models.encoders import SUPPORTED, EdgeInput
 
 B, N, H, D, C, F_RAW = 2, 5, 6, 4, 3, 3
@@ -22,7 +22,8 @@ def make_ctx(edge_dim: int = 0, n: int = N, seed: int = 0, mask: torch.Tensor | 
     return DecodeContext(h=r(B, n, HN), edge=edge, edge_state=r(B, n, n, edge_dim) if edge_dim else None,
                          prev_edge=r(B, n, n, edge_dim) if edge_dim else None, graph=r(B, H),
                          adj=torch.rand(B, n, n, generator=g) > 0.5,
-                         node_mask=torch.ones(B, n, dtype=torch.bool) if mask is None else mask)
+                         node_mask=torch.ones(B, n, dtype=torch.bool) if mask is None else mask,
+                         prev_graph=r(B, D), graph_state=r(B, D))
 
 
 def decoder(loc: Location, typ: Type, edge_dim: int = 0, **kw) -> FeatureDecoder:
@@ -46,11 +47,16 @@ def test_every_supported_pair_has_a_shape():
     assert set(EXPECTED_SHAPE) == SUPPORTED
 
 
+RT_READS = DecoderInputs(edge_history=True, graph_history=True)  # the RT authors' decoders, core mode
+NO_EDGES = DecoderInputs(edge_features=False)  # the standard transformer's
+
+
 @pytest.mark.parametrize("pair", sorted(SUPPORTED, key=lambda p: (p[0].value, p[1].value)), ids=lambda p: f"{p[0].value}-{p[1].value}")
-@pytest.mark.parametrize("edge_dim", [0, 3])
-def test_shapes_and_padding(pair, edge_dim):
+@pytest.mark.parametrize("edge_dim,inputs", [(0, DecoderInputs()), (3, DecoderInputs()), (3, RT_READS), (0, NO_EDGES)],
+                         ids=["clrs", "clrs-edge-state", "rt", "no-edges"])
+def test_shapes_and_padding(pair, edge_dim, inputs):
     loc, typ = pair
-    dec = decoder(loc, typ, edge_dim)
+    dec = decoder(loc, typ, edge_dim, inputs=inputs)
     out = dec(make_ctx(edge_dim), train=False, generator=None)
     assert out.shape == EXPECTED_SHAPE[pair]
     assert torch.isfinite(out).all()
@@ -63,8 +69,13 @@ def test_shapes_and_padding(pair, edge_dim):
     big.edge.weight.copy_(small.edge.weight)
     big.edge.bias.copy_(small.edge.bias)
     big.graph.copy_(small.graph)
+    big.prev_graph.copy_(small.prev_graph)
+    big.graph_state.copy_(small.graph_state)
     if edge_dim:
         big.edge_state[:, :N, :N] = small.edge_state
+        big.prev_edge[:, :N, :N] = small.prev_edge
+    if not inputs.edge_features:  # read nothing: the context may not even carry edges
+        small.edge = big.edge = None
     out_big = dec(big, train=False, generator=None)
     node_axes = {Location.NODE: 1, Location.EDGE: 2, Location.GRAPH: 0}[loc] + (typ in (Type.POINTER, Type.PERMUTATION_POINTER))
     cut = out_big[(slice(None),) + (slice(0, N),) * node_axes]
@@ -137,6 +148,79 @@ def test_graph_formulas(typ):
         torch.testing.assert_close(out, pred if typ is Type.CATEGORICAL else pred.squeeze(-1))
 
 
+def _rt_edges(ctx: DecodeContext) -> torch.Tensor:
+    """e as the RT authors' decoders read it: [encoded edges, previous edge state, new edge state]."""
+    return torch.cat([ctx.edge.dense(), ctx.prev_edge, ctx.edge_state], -1)
+
+
+@pytest.mark.parametrize("typ", [Type.SCALAR, Type.CATEGORICAL, Type.POINTER])
+def test_edge_history_edge_formulas(typ):
+    """Authors' nets.py: h_e_t = [edge_fts, e_hidden, nxt_e_hidden] feeds the edge decoders' d2."""
+    dec = decoder(Location.EDGE, typ, edge_dim=3, inputs=RT_READS)
+    assert dec.d[2].in_features == H + 2 * 3
+    ctx = make_ctx(3)
+    out = dec(ctx, train=False, generator=None)
+    d, e = dec.d, _rt_edges(ctx)
+    b, i, j, k = 1, 3, 0, 2
+    pred = d[0](ctx.h[b, i]) + d[1](ctx.h[b, j]) + d[2](e[b, i, j])
+    if typ is Type.POINTER:
+        torch.testing.assert_close(out[b, i, j, k], d[4](torch.maximum(pred, d[3](ctx.h[b, k])))[0])
+    elif typ is Type.CATEGORICAL:
+        torch.testing.assert_close(out[b, i, j], pred)
+    else:
+        torch.testing.assert_close(out[b, i, j], pred[0])
+
+
+@pytest.mark.parametrize("pointer_decoding", list(PointerDecoding))
+def test_edge_history_node_pointers(pointer_decoding):
+    """Both pointer decoders read [encoded edges, previous, new edge state]: from edges (authors'
+    `ptr_from_edges`) as linear(e_ij), from node pairs with W3 e_ji."""
+    dec = decoder(Location.NODE, Type.POINTER, edge_dim=3, inputs=RT_READS, pointer_decoding=pointer_decoding)
+    ctx = make_ctx(3)
+    out = dec(ctx, train=False, generator=None)
+    d, e = dec.d, _rt_edges(ctx)
+    if pointer_decoding is PointerDecoding.EDGE:
+        torch.testing.assert_close(out, d[0](e).squeeze(-1))
+        return
+    for b, i, j in ((0, 1, 3), (1, 4, 2), (1, 2, 2)):
+        m = torch.maximum(d[0](ctx.h[b, i]), d[1](ctx.h[b, j]) + d[2](e[b, j, i]))
+        torch.testing.assert_close(out[b, i, j], d[3](m)[0])
+
+
+@pytest.mark.parametrize("history", [False, True])
+def test_graph_decoders_read_the_graph_states_with_graph_history(history):
+    """Authors' core mode: h_g_t = [graph_fts, g_hidden, nxt_g_hidden] feeds the graph decoders' d1."""
+    dec = decoder(Location.GRAPH, Type.SCALAR, inputs=DecoderInputs(graph_history=history))
+    ctx = make_ctx()
+    g = torch.cat([ctx.graph, ctx.prev_graph, ctx.graph_state], -1) if history else ctx.graph
+    want = dec.d[0](ctx.h.amax(1)) + dec.d[1](g)
+    torch.testing.assert_close(dec(ctx, train=False, generator=None), want.squeeze(-1))
+
+
+@pytest.mark.parametrize("typ", [Type.POINTER, Type.SCALAR, Type.CATEGORICAL])
+@pytest.mark.parametrize("loc", [Location.NODE, Location.EDGE])
+def test_without_edge_features_decoders_read_node_pairs_only(loc, typ):
+    """The standard transformer's decoders: no e term and no weight reading edges (node pointers
+    w . max(W1 h_i, W2 h_j); edge features d0(h_i) + d1(h_j)), and they run without any edge input."""
+    if loc is Location.NODE and typ is not Type.POINTER:
+        return  # node scalars and categoricals never read edges
+    dec = decoder(loc, typ, inputs=NO_EDGES)
+    assert isinstance(dec.d[2], torch.nn.Identity)  # the edge map's slot, parameter-free
+    ctx = make_ctx()
+    ctx.edge = None
+    out = dec(ctx, train=False, generator=None)
+    d = dec.d
+    b, i, j, k = 1, 3, 0, 2
+    if loc is Location.NODE:
+        torch.testing.assert_close(out[b, i, j], d[3](torch.maximum(d[0](ctx.h[b, i]), d[1](ctx.h[b, j])))[0])
+        return
+    pred = d[0](ctx.h[b, i]) + d[1](ctx.h[b, j])
+    if typ is Type.POINTER:
+        torch.testing.assert_close(out[b, i, j, k], d[4](torch.maximum(pred, d[3](ctx.h[b, k])))[0])
+    else:
+        torch.testing.assert_close(out[b, i, j], pred if typ is Type.CATEGORICAL else pred[0])
+
+
 def test_inf_bias_puts_non_edges_below_edges():
     dec = decoder(Location.NODE, Type.POINTER, inf_bias=True)
     ctx = make_ctx()
@@ -154,7 +238,7 @@ def test_pointer_logits_match_autograd_of_the_formula(edge_dim):
     w3, out = torch.nn.Linear(H + edge_dim, H).double(), torch.nn.Linear(H, 1).double()
 
     def fused(p1, p2, raw, w_enc, b_enc, *st):
-        return pointer_logits(p1, p2, EdgeInput(raw, w_enc, b_enc), w3, out, st[0] if st else None)
+        return pointer_logits(p1, p2, EdgeInput(raw, w_enc, b_enc), w3, out, st)
 
     def reference(p1, p2, raw, w_enc, b_enc, *st):
         e = raw @ w_enc + b_enc
@@ -225,6 +309,9 @@ def test_feedback_and_harden_conventions():
     assert torch.equal(feedback(f(Type.MASK_ONE), logits, True, mask), torch.tensor([[0.0, 0.0, 1.0]]))
     assert feedback(f(Type.SCALAR), logits, False, mask).requires_grad
     assert not feedback(f(Type.SCALAR), logits, True, mask).requires_grad
+    kept = feedback(f(Type.SCALAR), logits, True, mask, scalar_grad=True)  # CLRS v1 / the RT authors' fork
+    assert kept.requires_grad and torch.equal(kept, logits)
+    assert not feedback(f(Type.MASK), logits, True, mask, scalar_grad=True).requires_grad
     ptr = torch.tensor([[[0.0, 3.0, 1.0], [2.0, 0.0, 0.0], [0.0, 0.0, 5.0]]])
     torch.testing.assert_close(feedback(f(Type.POINTER), ptr, False, mask), torch.softmax(ptr, -1))
     assert torch.equal(harden(f(Type.POINTER), ptr, mask), torch.tensor([[1, 0, 2]]))

@@ -1,5 +1,7 @@
 """The encode-process-decode network: shapes for every algorithm, padding and batch invariance,
-the carried hidden state, gradients, hint modes, and (slow) that MPNN learns a task."""
+the carried hidden state, gradients, hint modes, what the encoders receive (teacher forcing, hard or
+soft fed-back hints) and the decoders read (the RT authors' inputs, no edges for the transformer),
+and (slow) that MPNN learns a task."""
 
 from __future__ import annotations
 
@@ -14,8 +16,12 @@ from relreason.data.specs import POINTER_TYPES, Location, Stage, Type
 from relreason.errors import RelreasonError
 from relreason.eval import Scorer
 from relreason.models import Batch, HintMode, ModelConfig, PointerDecoding, RepredMode, build_model, prepare_spec
+from relreason.models.decoders import feedback
+from relreason.models.encoders import model_form
 from relreason.models.net import Net
 from relreason.models.processors.mpnn import MPNNConfig
+from relreason.models.processors.rt import RTConfig
+from relreason.models.processors.transformer import TransformerConfig
 
 NAMES = ALGORITHMS.names()
 
@@ -180,6 +186,207 @@ def test_configuration_errors():
     with pytest.raises(RelreasonError):
         build_model(ds.spec, ModelConfig(), "mpnnn")
     assert isinstance(build_model(ds.spec, ModelConfig(hidden=8), "mpnn", MPNNConfig(use_ln=False)), Net)
+
+
+# -- what the encoders and decoders receive -------------------------------------------------------
+
+def equal_length_batch(name: str, cfg: ModelConfig, spec, size: int = 5, num: int = 16) -> Batch:
+    """A batch whose trajectories all have the same length, so every step runs every sample."""
+    ds = generate(name, num=8 * num, size=size, seed=11)
+    counts = np.bincount(ds.lengths)
+    counts[:4] = 0  # at least three steps
+    idx = np.flatnonzero(ds.lengths == counts.argmax())[:num]
+    assert len(idx) >= 8
+    return Batch.from_dataset(ds.take(idx), cfg, spec)
+
+
+def spy_encoded_hints(net: Net, monkeypatch) -> list[dict[str, torch.Tensor]]:
+    """Records the hint values (model form) the encoders receive at every step."""
+    seen: list[dict[str, torch.Tensor]] = []
+    encode_step = net.encoders.encode_step
+
+    def spy(base, hints):
+        seen.append(dict(hints))
+        return encode_step(base, hints)
+
+    monkeypatch.setattr(net.encoders, "encode_step", spy)
+    return seen
+
+
+def fed_ground_truth(net: Net, batch: Batch, out, seen, s: int) -> torch.Tensor:
+    """(B,) bool: at step s >= 1, which samples were fed the ground-truth hints (else, all features
+    together, the fed-back soft predictions of step s - 1; anything else fails)."""
+    node_mask = batch.node_mask
+    gt = torch.ones(batch.size, dtype=torch.bool)
+    pred = torch.ones(batch.size, dtype=torch.bool)
+    for f in net.hint_features:
+        got = seen[s][f.name].detach()
+        truth = model_form(f, batch.hints[f.name][:, s], batch.n)
+        fed = feedback(f, out.hints[f.name][:, s - 1].detach(), False, node_mask)
+        gt &= (got == truth).flatten(1).all(1)
+        pred &= torch.isclose(got, fed, rtol=0, atol=1e-6).flatten(1).all(1)
+    assert not (gt & pred).any() and (gt | pred).all(), "a sample got neither (or both) kinds of hints"
+    return gt
+
+
+@pytest.mark.parametrize("p", [0.05, 0.5, 0.95])
+def test_teacher_forcing_is_the_probability_of_ground_truth_per_sample_and_step(p, monkeypatch):
+    """`teacher_forcing` p: in training, each sample at each step s >= 1 gets the ground-truth hints
+    with probability p, else its own predictions (the authors' hint_teacher_forcing_noise = 1 - p).
+    Step 0 always encodes the ground truth; evaluation never does after it."""
+    cfg = ModelConfig(hidden=8, teacher_forcing=p, hint_repred=RepredMode.SOFT)
+    ds, spec, net = setup("insertion_sort", cfg)
+    batch = equal_length_batch("insertion_sort", cfg, spec, num=32)
+    seen = spy_encoded_hints(net, monkeypatch)
+    out = net(batch, train=True, generator=torch.Generator().manual_seed(0))
+    for f in net.hint_features:
+        assert torch.equal(seen[0][f.name], model_form(f, batch.hints[f.name][:, 0], batch.n))
+    forced = torch.stack([fed_ground_truth(net, batch, out, seen, s) for s in range(1, len(seen))])  # (S - 1, B)
+    share = forced.float().mean().item()
+    assert forced.numel() >= 64
+    if p < 0.5:
+        assert share < 0.2, share
+    elif p > 0.5:
+        assert share > 0.8, share
+    else:  # drawn per sample (mixed within a step) and anew at every step (mixed along a sample)
+        assert 0.3 < share < 0.7, share
+        assert (forced.any(1) & ~forced.all(1)).any() and (forced.any(0) & ~forced.all(0)).any()
+    seen.clear()
+    with torch.no_grad():
+        out = net(batch, train=False)
+    assert not any(fed_ground_truth(net, batch, out, seen, s).any() for s in range(1, len(seen)))
+
+
+@pytest.mark.parametrize("train", [True, False])
+@pytest.mark.parametrize("repred", list(RepredMode))
+@pytest.mark.parametrize("name", ["bellman_ford", "dfs"])
+def test_fed_back_hints_are_hard_or_soft(name, repred, train, monkeypatch):
+    """Hard: exact one-hots of the argmax, 0/1 masks, scalars as predicted but detached (CLRS 2.0)
+    or not (`hard_scalar_grad`, the RT authors' CLRS v1); soft: softmax / sigmoid probabilities with
+    gradients. Checked on what the encoders receive, with predictions fed at every step."""
+    cfg = ModelConfig(hidden=8, teacher_forcing=0.0, hint_repred=repred)
+    ds, spec, net = setup(name, cfg)
+    batch = equal_length_batch(name, cfg, spec)
+    seen = spy_encoded_hints(net, monkeypatch)
+    out = net(batch, train=train, generator=torch.Generator().manual_seed(0))
+    hard = repred in (RepredMode.HARD, RepredMode.HARD_SCALAR_GRAD) or (repred is RepredMode.HARD_ON_EVAL and not train)
+    kinds = set()
+    for s in range(1, len(seen)):
+        for f in net.hint_features:
+            got, raw = seen[s][f.name], out.hints[f.name][:, s - 1]
+            kinds.add(f.type)
+            if f.type is Type.SCALAR:
+                assert torch.equal(got.detach(), raw.detach()), f.name
+                assert got.requires_grad == (not hard or repred is RepredMode.HARD_SCALAR_GRAD), f.name
+                continue
+            if f.type is Type.MASK:
+                want = (raw > 0).float() if hard else torch.sigmoid(raw)
+            else:  # pointers, mask_one, categorical: a distribution over the last axis
+                one_hot = torch.nn.functional.one_hot(raw.argmax(-1), raw.shape[-1]).float()
+                want = one_hot if hard else torch.softmax(raw, -1)
+            torch.testing.assert_close(got.detach(), want.detach(), msg=f.name)
+            assert got.requires_grad == (not hard), f.name
+            is_binary = ((got == 0) | (got == 1)).all().item()
+            assert is_binary == hard, f.name
+    assert {Type.SCALAR, Type.MASK, Type.POINTER} <= kinds or {Type.CATEGORICAL, Type.MASK_ONE} <= kinds
+
+
+def spy_decoder_contexts(net: Net, monkeypatch) -> tuple[list, list]:
+    """Records every processor output State and every DecodeContext the hint decoders receive."""
+    states, contexts = [], []
+    proc_forward, dec_forward = net.processor.forward, net.hint_decoders.forward
+
+    def proc_spy(*args):
+        states.append(proc_forward(*args))
+        return states[-1]
+
+    def dec_spy(ctx, *args):
+        contexts.append(ctx)
+        return dec_forward(ctx, *args)
+
+    monkeypatch.setattr(net.processor, "forward", proc_spy)
+    monkeypatch.setattr(net.hint_decoders, "forward", dec_spy)
+    return states, contexts
+
+
+@pytest.mark.parametrize("global_vector", ["cat", "core"])
+def test_rt_decoders_read_the_previous_and_new_states(global_vector, monkeypatch):
+    """The RT authors' decoders: edge state [previous, new] at every step (zeros before the first),
+    and in `core` mode the previous and new core-node states; the CLRS decoders (MPNN) neither."""
+    cfg = ModelConfig(hidden=8, pointer_decoding="node", teacher_forcing=1.0)
+    spec = prepare_spec(generate("bellman_ford", num=1, size=4, seed=0).spec, cfg, "bellman_ford")
+    torch.manual_seed(0)
+    net = build_model(spec, cfg, "rt", RTConfig(heads=2, head_dim=4, edge_dim=6, layers=1,
+                                                 global_vector=global_vector))
+    batch = equal_length_batch("bellman_ford", cfg, spec)
+    states, contexts = spy_decoder_contexts(net, monkeypatch)
+    net(batch, train=True, generator=torch.Generator().manual_seed(0))
+    assert len(states) == len(contexts) == batch.max_length - 1
+    for s, (state, ctx) in enumerate(zip(states, contexts)):
+        assert ctx.edge is not None and torch.equal(ctx.edge_state, state.edge)
+        prev_edge = states[s - 1].edge if s else torch.zeros_like(state.edge)
+        torch.testing.assert_close(ctx.prev_edge, prev_edge, rtol=0, atol=0)
+        if global_vector == "core":
+            assert torch.equal(ctx.graph_state, state.graph)
+            torch.testing.assert_close(ctx.prev_graph, states[s - 1].graph if s else torch.zeros_like(state.graph),
+                                       rtol=0, atol=0)
+        else:
+            assert ctx.prev_graph is None and ctx.graph_state is None
+    mpnn = build_model(spec, cfg, "mpnn")
+    _, contexts = spy_decoder_contexts(mpnn, monkeypatch)
+    mpnn(batch, train=True, generator=torch.Generator().manual_seed(0))
+    assert all(c.prev_edge is None and c.prev_graph is None and c.edge is not None for c in contexts)
+
+
+def with_edges_changed(batch: Batch, seed: int) -> Batch:
+    """The batch with every edge input and edge hint redrawn, and every node pointer (encoded as an
+    edge by CLRS) pointed elsewhere."""
+    g = torch.Generator().manual_seed(seed)
+
+    def change(f, v):
+        if f.type in POINTER_TYPES and f.location is not Location.GRAPH:
+            return (v + torch.randint(1, batch.n, v.shape, generator=g)) % batch.n  # another node
+        if f.location is not Location.EDGE:
+            return v
+        if f.type in (Type.MASK, Type.CATEGORICAL):
+            return (torch.rand(v.shape, generator=g) > 0.5).float()
+        return torch.randn(v.shape, generator=g)
+
+    inputs = {k: change(batch.spec[k], v) for k, v in batch.inputs.items()}
+    hints = {k: change(batch.spec[k], v) for k, v in batch.hints.items()}
+    return Batch(batch.spec, inputs, hints, batch.outputs, batch.lengths, batch.node_mask)
+
+
+@pytest.mark.parametrize("name", ["floyd_warshall", "bellman_ford", "insertion_sort"])
+@pytest.mark.parametrize("global_vector", ["cat", "core"])
+def test_the_transformer_reads_no_edge_features(name, global_vector):
+    """The RT paper's standard transformer (no-edges ablation): changing every edge feature of a
+    batch (edge inputs and hints, node pointers) changes none of its predictions, with ground-truth
+    hints fed at every step in training and in evaluation; the RT's do change."""
+    cfg = ModelConfig(hidden=8, teacher_forcing=1.0, pointer_decoding="node")
+    ds = generate(name, num=6, size=5, seed=2)
+    spec = prepare_spec(ds.spec, cfg, name)
+    batch = Batch.from_dataset(ds, cfg, spec)
+    changed = with_edges_changed(batch, seed=1)
+    small = dict(heads=2, head_dim=4, layers=1, global_vector=global_vector)
+    for model, pcfg, invariant in (("transformer", TransformerConfig(**small), True),
+                                   ("rt", RTConfig(edge_dim=6, **small), False)):
+        torch.manual_seed(0)
+        net = build_model(spec, cfg, model, pcfg)
+        for train in (True, False):
+            with torch.no_grad():
+                a = net(batch, train=train, generator=torch.Generator().manual_seed(0))
+                b = net(changed, train=train, generator=torch.Generator().manual_seed(0))
+            same = all(torch.equal(a.outputs[k], b.outputs[k]) for k in a.outputs) and \
+                all(torch.equal(a.hints[k], b.hints[k]) for k in a.hints)
+            assert same == invariant, (model, train)
+        if invariant:  # nothing is encoded into edges, and no decoder owns an edge map
+            encoded = [spec[k] for k in net.encoders.weight]
+            assert not any(f.location is Location.EDGE or (f.location is Location.NODE and f.type in POINTER_TYPES)
+                           for f in encoded)
+            assert all(isinstance(dec.d[2], torch.nn.Identity) for decs in (net.output_decoders, net.hint_decoders)
+                       for dec in decs.decoders.values()
+                       if dec.feature.location is Location.EDGE or dec.feature.type in POINTER_TYPES)
 
 
 def train_until(name: str, target: float, budget_s: float, size: int = 16, hidden: int = 128, lr: float = 1e-3,

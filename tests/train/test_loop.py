@@ -87,9 +87,27 @@ def test_resume_after_kill_9(tmp_path):
     ref = subprocess.run([*cmd[:cmd.index("--name") + 1], "ref", *cmd[cmd.index("--name") + 2:]], env=env,
                          capture_output=True, text=True)
     assert ref.returncode == 0, ref.stderr
-    a, b = weights(tmp_path / "runs" / "k"), weights(tmp_path / "runs" / "ref")
-    for k in a:
-        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    killed, ref = tmp_path / "runs" / "k", tmp_path / "runs" / "ref"
+    for which in ("last", "best"):
+        a, b = weights(killed, which), weights(ref, which)
+        assert a.keys() == b.keys()
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k], err_msg=f"{which}/{k}")
+    for which in ("last", "best"):  # every file of both checkpoints, not only the weights
+        assert sorted(p.name for p in (killed / which).iterdir()) == sorted(p.name for p in (ref / which).iterdir())
+    opt_a = load_file(str(killed / "last" / "optimizer.safetensors"))
+    opt_b = load_file(str(ref / "last" / "optimizer.safetensors"))
+    assert opt_a.keys() == opt_b.keys() and all(np.array_equal(opt_a[k], opt_b[k]) for k in opt_a)
+
+    def records(d):  # every validation line, without wall-clock times
+        out = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
+        return [{k: v for k, v in r.items() if k != "time"} for r in out if r["event"] in ("val", "test")]
+
+    assert records(killed) == records(ref)  # no line lost or duplicated by the kill
+    ra, rb = (json.loads((d / "results.json").read_text()) for d in (killed, ref))
+    for key in ("seconds", "train_seconds", "command"):
+        ra.pop(key), rb.pop(key)
+    assert ra == rb
 
 
 def test_cli_train_eval_export_and_reload(tmp_path):
@@ -146,3 +164,76 @@ def test_eval_rejects_bad_ood_and_corrupt_and_foreign_checkpoints(tmp_path):
     (d / "best" / "config.json").write_text(json.dumps(meta))
     res = runner.invoke(app, ["eval", str(d)])
     assert res.exit_code == 1 and "format" in res.output
+
+
+def test_a_run_directory_has_one_writer(tmp_path):
+    from relreason.errors import RelreasonError
+    from relreason.runtime import RunLock, lock_holder
+
+    run_dir = tmp_path / "runs" / "busy"
+    with RunLock(run_dir):
+        assert lock_holder(run_dir)["pid"] == os.getpid()
+        with pytest.raises(RelreasonError, match=f"in use by process {os.getpid()}"):
+            run(tiny_config(tmp_path), out=tmp_path / "runs", name="busy", show_progress=False)
+    assert lock_holder(run_dir) is None
+
+
+def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path):
+    run_dir = tmp_path / "runs" / "stale"
+    run_dir.mkdir(parents=True)
+    (run_dir / ".lock").write_text(json.dumps({"pid": 999_999_999, "host": "gone", "started": 0}))
+    res = run(tiny_config(tmp_path), out=tmp_path / "runs", name="stale", show_progress=False)
+    assert res.examples == 48
+
+
+@pytest.mark.parametrize("name", ["a/b", "..", "../escape", ".hidden", ""])
+def test_run_names_that_leave_the_runs_directory_are_refused(tmp_path, name):
+    from relreason.errors import RelreasonError
+
+    with pytest.raises(RelreasonError, match="invalid run name"):
+        run(tiny_config(tmp_path), out=tmp_path / "runs", name=name, show_progress=False)
+
+
+def test_resume_refuses_a_changed_config_and_records_an_extended_budget(tmp_path):
+    from relreason.errors import RelreasonError
+    from relreason.train.loop import resume_config
+
+    run(tiny_config(tmp_path, extra=["train.train_examples=32"]), out=tmp_path / "runs", name="r", show_progress=False)
+    d = tmp_path / "runs" / "r"
+    with pytest.raises(RelreasonError, match="train.lr"):
+        resume_config(d, ["train.lr=0.5"])
+    with pytest.raises(RelreasonError, match="train.seed"):
+        resume_config(d, ["train.seed=7"])
+    cfg = resume_config(d, ["train.train_examples=48"])
+    res = run(cfg, out=tmp_path / "runs", name="r", resume=True, show_progress=False)
+    assert res.examples == 48
+    events = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
+    resume = [e for e in events if e["event"] == "resume"]
+    assert resume and resume[0]["changed"] == {"train.train_examples": [32, 48]}
+    stored = json.loads((d / "results.json").read_text())
+    assert stored["config"]["train"]["train_examples"] == 48 == stored["examples"]
+    assert json.loads((d / "config.json").read_text())["config"] == stored["config"]
+
+
+def test_cli_resume_takes_the_stored_config(tmp_path):
+    sets = [x for s in TINY + [f"data.data_dir={tmp_path / 'data'}", "train.train_examples=32"] for x in ("--set", s)]
+    args = ["train", "mpnn", "bellman_ford", "--name", "c", "--out", str(tmp_path / "runs")]
+    assert runner.invoke(app, args + sets).exit_code == 0
+    # no options: continues with the run's own configuration (its recipe, its budget)
+    res = runner.invoke(app, args + ["--resume"])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, args + ["--resume", "--set", "train.lr=0.1"])
+    assert res.exit_code == 1 and "cannot change train.lr" in res.output
+
+
+def test_recover_puts_back_a_checkpoint_caught_between_renames(tmp_path):
+    from relreason.train import checkpoint as ckpt
+
+    run(tiny_config(tmp_path), out=tmp_path / "runs", name="r", show_progress=False)
+    last = tmp_path / "runs" / "r" / "last"
+    old = last.with_name(".last.old")
+    os.replace(last, old)  # a kill between `path -> .old` and `tmp -> path`
+    ckpt.recover(last)
+    assert (last / "model.safetensors").is_file() and not old.exists()
+    ckpt.recover(last)  # nothing to do the second time
+    assert (last / "model.safetensors").is_file()

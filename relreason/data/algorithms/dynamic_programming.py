@@ -60,48 +60,62 @@ def matrix_chain_order(p: np.ndarray):
 
     Each step re-derives every cell m[i, j] (1 <= i < j < N) from the previous step's table over the
     splits k whose two halves are already known, keeping the old value unless a split is strictly
-    cheaper; known chain lengths roughly double per step, then values settle. s: [B, N, N]."""
+    cheaper; known chain lengths roughly double per step, then values settle. s: [B, N, N].
+
+    The table is kept by chain length L = j - i, twice: `by_start[b, i, L]` = m[i, i + L] and
+    `by_end[b, j, N - 1 - L]` = m[j - L, j], with +inf for a cell not yet known (so an unknown half
+    makes a split infinite and msk is m < inf). Then the halves m[i, k] and m[k + 1, j] of the splits
+    k = i .. j - 1 of all cells of one length are two slices, k ascending in both."""
     B, n = p.shape
     rec = Recorder("matrix_chain_order", n, batch=B)
     rec.input(pos=positions(n, B), p=p)
-    m = np.zeros((B, n * n))  # [B, N*N] flattened tables: cell (i, j) is column i * n + j
-    s = np.zeros((B, n * n), np.int64)
-    msk = np.zeros((B, n * n), bool)
-    msk[:, np.arange(1, n) * (n + 1)] = True  # single matrices cost 0
-    # Per chain length L = j - i: the cells (i, i + L) and their splits k = i .. j - 1, as flat indices.
-    cells = []
+    by_start = np.full((B, n, n), np.inf)
+    by_start[:, 1:, 0] = 0.0  # single matrices cost 0
+    by_end = np.full((B, n, n), np.inf)
+    by_end[:, 1:, n - 1] = 0.0
+    split = np.zeros((B, n, n), np.int64)  # split[b, i, L] = s[i, i + L]
+    # Per chain length L: the cells (i, i + L) for i = 1 .. n - 1 - L and their split costs.
+    lengths = []
     for L in range(1, n - 1):
         i = np.arange(1, n - L)
-        j = i + L
-        k = i[:, None] + np.arange(L)  # [cells, L]
-        cost = (p[:, i - 1, None] * p[:, k]) * p[:, j, None]  # [B, cells, L] p[i-1] p[k] p[j], same rounding
-        cells.append((i, i * n + j, i[:, None] * n + k, (k + 1) * n + j[:, None], cost))
+        k = i[:, None] + np.arange(L)  # [cells, L] splits
+        cost = (p[:, i - 1, None] * p[:, k]) * p[:, i + L, None]  # [B, cells, L] p[i-1] p[k] p[j], same rounding
+        lengths.append((L, i, cost))
     running = np.ones(B, bool)
     steps = np.zeros(B, np.int64)
-    hist_m, hist_s, hist_msk = [], [], []
+    hist_m, hist_s = [], []
     while running.any():
-        prev_m, prev_msk = m.copy(), msk.copy()
-        hist_m.append(prev_m)
-        hist_s.append(s.copy())
-        hist_msk.append(prev_msk)
+        prev_start, prev_end = by_start.copy(), by_end.copy()
+        hist_m.append(prev_start)
+        hist_s.append(split.copy())
         steps += running
-        for i, ij, ik, kj, cost in cells:
-            ok = prev_msk[:, ik] & prev_msk[:, kj]  # [B, cells, L] both halves known
-            q = np.where(ok, prev_m[:, ik] + prev_m[:, kj] + cost, np.inf)
+        for L, i, cost in lengths:
+            q = prev_start[:, 1:n - L, :L] + prev_end[:, 1 + L:, n - L:] + cost  # [B, cells, L] inf unless both known
             arg = q.argmin(axis=2)  # [B, cells] lowest k among the cheapest
             best = np.take_along_axis(q, arg[..., None], axis=2)[..., 0]
-            reach = ok.any(axis=2) & running[:, None]  # a finished sample's table stays as it was
-            better = reach & (~prev_msk[:, ij] | (best < prev_m[:, ij]))
-            m[:, ij] = np.where(better, best, prev_m[:, ij])
-            s[:, ij] = np.where(better, i + arg, s[:, ij])
-            msk[:, ij] |= reach
-        running &= ~np.all(m == prev_m, axis=1)
-    shape = (B, len(hist_m), n, n)
-    rec.hint_sequence(steps, pred_h=_tiled(_array_order(n), shape[:2] + (n,), np.int32),
-                      m=np.stack(hist_m, axis=1).reshape(shape), s_h=np.stack(hist_s, axis=1).reshape(shape),
-                      msk=np.stack(hist_msk, axis=1).reshape(shape))
-    rec.output(s=s.reshape(B, n, n))
+            old = prev_start[:, 1:n - L, L]
+            # Strictly cheaper, or the first known split of an unknown cell; a finished sample stays as it was.
+            better = (best < old) & running[:, None]
+            by_start[:, 1:n - L, L] = by_end[:, 1 + L:, n - 1 - L] = np.where(better, best, old)
+            split[:, 1:n - L, L] = np.where(better, i + arg, split[:, 1:n - L, L])
+        running &= ~np.all(by_start == prev_start, axis=(1, 2))
+    m = np.stack(hist_m, axis=1)  # [B, T, N, L]
+    known = m < np.inf
+    rec.hint_sequence(steps, pred_h=_tiled(_array_order(n), (B, len(hist_m), n), np.int32),
+                      m=_by_cell(np.where(known, m, 0.0), np.float64), msk=_by_cell(known, np.float32),
+                      s_h=_by_cell(np.stack(hist_s, axis=1), np.int32))
+    rec.output(s=_by_cell(split, np.int64))
     return rec.finish()
+
+
+def _by_cell(by_length: np.ndarray, dtype: type) -> np.ndarray:
+    """A table by chain length [..., N, L] (entry (i, L) = cell (i, i + L)) as cells [..., N, N], zeros below
+    the diagonal."""
+    n = by_length.shape[-1]
+    out = np.zeros(by_length.shape, dtype)
+    for i in range(n):
+        out[..., i, i:] = by_length[..., i, :n - i]
+    return out
 
 
 def _string_pairs(table: np.ndarray, n: int) -> np.ndarray:
@@ -182,7 +196,7 @@ def optimal_bst(p: np.ndarray, q: np.ndarray):
     rec.input(pos=positions(n, B), p=np.concatenate([p, np.zeros((B, 1))], axis=1), q=q)
     e = np.zeros((B, n, n))  # final tables; every cell is written exactly once, at step l = j - i
     w = np.zeros((B, n, n))
-    root = np.zeros((B, n, n), np.int64)
+    root = np.zeros((B, n, n), np.int32)  # the storage dtype of pointers: hints built from it need no conversion
     diag = np.arange(n)
     e[:, diag, diag] = q
     w[:, diag, diag] = q

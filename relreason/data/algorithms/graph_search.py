@@ -23,8 +23,6 @@ import numpy as np
 from relreason.data import samplers
 from relreason.data.algorithms import register
 from relreason.data.probes import Recorder, graph_adjacency, positions
-from relreason.data.specs import SPECS, Stage
-from relreason.data.trajectory import storage_dtype
 
 _TICK = 0.01  # the reference's clock step for discovery and finish times (and child counts)
 _COLORS = 3  # white (unvisited), gray (on the stack), black (finished)
@@ -69,7 +67,7 @@ _RECORD = len(_Col)
 _ROOT, _DISCOVER, _TREE, _BACK, _FINISH, _OTHER = map(int, _Push)
 
 # Node features whose changes are logged as they happen (the rest follow from the push kinds).
-_LOGGED = ("color", "low", "child_cnt", "is_cut", "topo", "scc_id", "mark", "relax")
+_LOGGED = ("color", "low", "child_cnt", "is_cut", "topo", "scc_id")
 
 _Events = tuple[np.ndarray, np.ndarray, np.ndarray]  # push index g [E], node [E], value [E]
 
@@ -98,8 +96,8 @@ class _Trace:
     def end_sample(self) -> None:
         self.starts.append(self.count)
 
-    def assemble(self, algorithm: str) -> None:
-        """Freezes the logs into index arrays and reserves the hint arrays; call after the last sample."""
+    def assemble(self) -> None:
+        """Freezes the logs into index arrays; call after the last sample."""
         starts = np.asarray(self.starts, dtype=np.int64)
         self.lengths = np.diff(starts)  # [B] pushes per sample
         self.B, self.T = len(self.lengths), int(self.lengths.max())
@@ -107,22 +105,6 @@ class _Trace:
         self.kind = self.record[:, _Col.KIND].astype(np.int8)
         sample = np.repeat(np.arange(self.B), self.lengths)  # [G] the sample of each push
         self.row = sample * self.T + np.arange(len(sample)) - starts[sample]  # [G] its row in [B * T]
-        # One buffer for all of the batch's hint arrays (carved by `empty`): numpy asks for huge pages
-        # from 4 MB on, and writing fresh memory is then several times faster than in many small arrays.
-        sizes = [self.B * self.T * int(np.prod(f.shape(self.n))) * storage_dtype(f).itemsize
-                 for f in SPECS[algorithm].values() if f.stage is Stage.HINT]
-        self._arena = np.empty(sum(-(-size // 64) * 64 for size in sizes), np.uint8)
-        self._used = 0
-
-    def empty(self, shape: tuple[int, ...], dtype: type) -> np.ndarray:
-        """An uninitialized hint array, from the batch's buffer while it lasts."""
-        dtype = np.dtype(dtype)
-        size = int(np.prod(shape)) * dtype.itemsize
-        if self._used + size > len(self._arena):
-            return np.empty(shape, dtype)
-        out = self._arena[self._used:self._used + size].view(dtype).reshape(shape)
-        self._used += -(-size // 64) * 64  # keep every array 64-byte aligned
-        return out
 
     def derived(self, kind: _Push, node: _Col, value: _Col | float) -> _Events:
         """The change each push of `kind` shows: feature[record[node]] = record[value] (or a constant)."""
@@ -138,17 +120,15 @@ class _Trace:
 
     def mask_one(self, col: _Col) -> np.ndarray:
         """A mask_one hint [B, T, N] float32 from a per-push node index."""
-        out = self.empty((self.B * self.T, self.n), np.float32)
-        out.fill(0)
-        out[self.row, self.record[:, col].astype(np.int64)] = 1
-        return out.reshape(self.B, self.T, self.n)
+        out = np.zeros((self.B, self.T, self.n), np.float32)
+        out.reshape(-1, self.n)[self.row, self.record[:, col].astype(np.int64)] = 1
+        return out
 
     def graph(self, values: _Col | np.ndarray, dtype: type) -> np.ndarray:
         """A graph-level hint [B, T] from a per-push value (a record field or [G] values)."""
-        out = self.empty((self.B * self.T,), dtype)
-        out.fill(0)
-        out[self.row] = self.record[:, values] if isinstance(values, _Col) else values
-        return out.reshape(self.B, self.T)
+        out = np.zeros((self.B, self.T), dtype)
+        out.reshape(-1)[self.row] = self.record[:, values] if isinstance(values, _Col) else values
+        return out
 
     def node(self, name: str, init: np.ndarray, *derived: _Events, classes: int = 0) -> np.ndarray:
         """A node hint [B, T, N] from its value at the first push, its logged changes and `derived`
@@ -167,11 +147,11 @@ class _Trace:
         ends = np.append(starts[1:], len(step))
         if classes:
             one_hot = np.eye(classes, dtype=np.float32)
-            out = self.empty((B, T, n, classes), np.float32)
+            out = np.empty((B, T, n, classes), np.float32)
             out[:, 0] = one_hot[init]
             value = one_hot[value.astype(np.int64)]
         else:
-            out = self.empty((B, T, n), init.dtype)
+            out = np.empty((B, T, n), init.dtype)
             out[:, 0] = init
             value = value.astype(init.dtype)
         done = 0  # steps 0..done are filled
@@ -192,7 +172,7 @@ class _State:
         self.n, self.trace = n, trace
         self.color, self.pi, self.s_prev = [_WHITE] * n, list(range(n)), list(range(n))
         self.d, self.f, self.low, self.child_cnt = [0.0] * n, [0.0] * n, [0.0] * n, [0.0] * n
-        self.is_cut, self.topo, self.scc_id, self.mark = [0] * n, list(range(n)), list(range(n)), [0.0] * n
+        self.is_cut, self.topo, self.scc_id = [0] * n, list(range(n)), list(range(n))
         self.children: list[list[int]] = []  # per node, its tree children (walks with back edges)
         self.bridges: list[tuple[int, int]] = []
         self.time = 0.0
@@ -365,7 +345,7 @@ def _lows(tr: _Trace) -> np.ndarray:
     return tr.node("low", np.zeros((tr.B, tr.n)), tr.derived(_Push.DISCOVER, _Col.U, _Col.TIME))
 
 
-def _run_walks(algorithm: str, A: np.ndarray, kind: _Walk) -> tuple[_Trace, list[_State]]:
+def _run_walks(A: np.ndarray, kind: _Walk) -> tuple[_Trace, list[_State]]:
     """One full walk (roots 0..n-1 in order) per sample of A [B, N, N]."""
     n = A.shape[1]
     tr = _Trace(n)
@@ -375,7 +355,7 @@ def _run_walks(algorithm: str, A: np.ndarray, kind: _Walk) -> tuple[_Trace, list
         _walk(st, rows, range(n), kind)
         tr.end_sample()
         states.append(st)
-    tr.assemble(algorithm)
+    tr.assemble()
     return tr, states
 
 
@@ -385,7 +365,7 @@ def dfs(A: np.ndarray):
     B, n, _ = A.shape
     rec = Recorder("dfs", n, batch=B)
     rec.input(pos=positions(n, B), A=A, adj=graph_adjacency(A))
-    tr, states = _run_walks("dfs", A, _Walk.TIMED)
+    tr, states = _run_walks(A, _Walk.TIMED)
     rec.hint_sequence(tr.lengths, pi_h=_parents(tr), **_walk_hints(tr, timed=True))
     rec.output(pi=np.array([st.pi for st in states]))
     return rec.finish()
@@ -397,7 +377,7 @@ def topological_sort(A: np.ndarray):
     B, n, _ = A.shape
     rec = Recorder("topological_sort", n, batch=B)
     rec.input(pos=positions(n, B), A=A, adj=graph_adjacency(A))
-    tr, states = _run_walks("topological_sort", A, _Walk.TOPO)
+    tr, states = _run_walks(A, _Walk.TOPO)
     rec.hint_sequence(tr.lengths, topo_h=tr.node("topo", _identity(B, n)), topo_head_h=tr.mask_one(_Col.TOPO_HEAD),
                       **_walk_hints(tr, timed=False))
     rec.output(topo=np.array([st.topo for st in states]), topo_head=np.array([st.topo_head for st in states]))
@@ -410,7 +390,7 @@ def articulation_points(A: np.ndarray):
     B, n, _ = A.shape
     rec = Recorder("articulation_points", n, batch=B)
     rec.input(pos=positions(n, B), A=A, adj=graph_adjacency(A))
-    tr, states = _run_walks("articulation_points", A, _Walk.CUT)
+    tr, states = _run_walks(A, _Walk.CUT)
     zeros = np.zeros((B, n))
     rec.hint_sequence(tr.lengths, is_cut_h=tr.node("is_cut", np.zeros((B, n), np.float32)),
                       pi_h=_parents(tr), low=_lows(tr),
@@ -426,9 +406,9 @@ def bridges(A: np.ndarray):
     rec = Recorder("bridges", n, batch=B)
     adj = graph_adjacency(A)
     rec.input(pos=positions(n, B), A=A, adj=adj)
-    tr, states = _run_walks("bridges", A, _Walk.BRIDGE)
+    tr, states = _run_walks(A, _Walk.BRIDGE)
     init = adj - 1  # [B, N, N]: edges 0 until found to be bridges, non-edges masked (-1), as the reference
-    is_bridge = tr.empty((B, tr.T, n, n), np.float32)
+    is_bridge = np.empty((B, tr.T, n, n), np.float32)
     is_bridge[:] = init[:, None]
     for g, u, v in tr.edge_changes:  # a few per sample: 1 from the push that first shows them on
         b, t = divmod(int(tr.row[g]), tr.T)
@@ -449,7 +429,7 @@ def _community_sampler(rng: samplers.RandomState, length: int) -> tuple:
     return (samplers.random_community_graph(rng, length, k=4, p=0.5, eps=0.01, directed=True),)
 
 
-@register("strongly_connected_components", sample=_community_sampler, batched=True, min_size=4)
+@register("strongly_connected_components", sample=samplers.CommunitySampler(0.5), batched=True, min_size=4)
 def strongly_connected_components(A: np.ndarray):
     """Kosaraju's strongly connected components (Aho et al., 1974): a DFS of A, then a DFS of A
     transposed with roots in decreasing finish time; each tree of the second pass is one component,
@@ -470,9 +450,9 @@ def strongly_connected_components(A: np.ndarray):
         _walk(st, rows_t, order, _Walk.TIMED, label=True)
         tr.end_sample()
         states.append(st)
-    tr.assemble("strongly_connected_components")
+    tr.assemble()
     phase = np.arange(len(tr.row)) >= np.repeat(second_pass, tr.lengths)  # [G] in the second pass
-    a_t = tr.empty((B, tr.T, n, n), np.float32)
+    a_t = np.empty((B, tr.T, n, n), np.float32)
     a_t[:] = graph_adjacency(A_t)[:, None]
     rec.hint_sequence(tr.lengths, scc_id_h=tr.node("scc_id", _identity(B, n)),
                       A_t=a_t, phase=tr.graph(phase, np.float32),
@@ -485,54 +465,68 @@ def strongly_connected_components(A: np.ndarray):
                                                                  source=True), batched=True)
 def dag_shortest_paths(A: np.ndarray, s: np.ndarray):
     """Single-source shortest paths in a DAG: a topological sort by DFS from s, then one relaxation
-    of each node's out-edges in topological order. A: [B, N, N] weights (0 = no edge), s: [B]."""
+    of each node's out-edges in topological order. A: [B, N, N] weights (0 = no edge), s: [B].
+
+    The walks run per sample; the relaxations (`_relax_in_topological_order`) then run for the whole
+    batch at once, one list position per step."""
     B, n, _ = A.shape
     rec = Recorder("dag_shortest_paths", n, batch=B)
     rec.input(pos=positions(n, B), s=s, A=A, adj=graph_adjacency(A))
     tr = _Trace(n)
-    states = []
-    for rows, weights, source in zip(_bit_rows(A), A, np.asarray(s).tolist()):
+    heads, first = [], []  # per sample: the topo list from its head, and the push that shows its head
+    for rows, source in zip(_bit_rows(A), np.asarray(s).tolist()):
         st = _State(n, tr)
         _walk(st, rows, [source], _Walk.TOPO)
-        _relax_in_topological_order(st, rows, weights, source)
+        order = [st.topo_head]  # the list from its head (s, the last to finish) to its tail
+        while st.topo[order[-1]] != order[-1]:
+            order.append(st.topo[order[-1]])
+        first.append(tr.count)
+        tr.records.extend(x for head in order for x in (_OTHER, source, st.u, st.v, st.s_last, head))
+        tr.count += len(order)
+        heads.append(order)
         tr.end_sample()
-        states.append(st)
-    tr.assemble("dag_shortest_paths")
+    tr.assemble()
     hints = _walk_hints(tr, timed=False, root=False)  # the source is an input here, not a hint
-    relax = _floats(tr.changes["relax"]).reshape(-1, 4).T  # g, j, new d[j], i
-    g, j = relax[0], relax[1]
-    rec.hint_sequence(tr.lengths, pi_h=tr.node("pi", _identity(B, n), (g, j, relax[3])),
-                      d=tr.node("d", np.zeros((B, n)), (g, j, relax[2])),
-                      mark=tr.node("mark", np.zeros((B, n), np.float32), (g, j, np.ones_like(g))),
+    pi, (g, j, d, i) = _relax_in_topological_order(A, heads, np.asarray(first))
+    sources = np.array([order[0] for order in heads])  # the lists' heads: d = 0 and marked from the first relaxation
+    mark = (np.concatenate([first, g]), np.concatenate([sources, j]), np.ones(B + len(g)))
+    rec.hint_sequence(tr.lengths, pi_h=tr.node("pi", _identity(B, n), (g, j, i)),
+                      d=tr.node("d", np.zeros((B, n)), (g, j, d)), mark=tr.node("mark", np.zeros((B, n), np.float32), mark),
                       topo_h=tr.node("topo", _identity(B, n)), topo_head_h=tr.mask_one(_Col.TOPO_HEAD),
                       phase=tr.graph(tr.kind == _Push.OTHER, np.float32), **hints)
-    rec.output(pi=np.array([st.pi for st in states]))
+    rec.output(pi=pi)
     return rec.finish()
 
 
-def _relax_in_topological_order(st: _State, rows: list[int], A: np.ndarray, s: int) -> None:
-    """Phase 1 of dag_shortest_paths: from the head of the topo list (s, the last to finish), relax
-    each node's out-edges (rows[u]: bit set, A: [N, N] weights) in list order, one probe per node;
-    ties keep the earlier parent (strict <). Each relaxation of j from i is logged once, as
-    (g, j, new d[j], i): it sets d[j], pi[j] = i and mark[j] = 1."""
-    tr, d, pi, mark, topo = st.trace, st.d, st.pi, st.mark, st.topo
-    record, relaxed = tr.records.extend, tr.changes["relax"].extend
-    head = st.topo_head
-    st.set("mark", head, 1.0)  # d[s] = 0 already; every later head was reached, so is marked
-    g = tr.count
-    while topo[head] != head:
-        record((_OTHER, s, st.u, st.v, st.s_last, head))
-        g += 1
-        weights, out = A[head].tolist(), rows[head]
-        while out:
-            bit = out & -out
-            out ^= bit
-            j = bit.bit_length() - 1
-            via = d[head] + weights[j]
-            if mark[j] == 0 or via < d[j]:
-                d[j], pi[j], mark[j] = via, head, 1.0
-                relaxed((g, j, via, head))
-        head = topo[head]
-    record((_OTHER, s, st.u, st.v, st.s_last, head))
-    tr.count = g + 1
-    st.topo_head = head
+def _relax_in_topological_order(A: np.ndarray, heads: list[list[int]], first: np.ndarray) -> tuple[np.ndarray, _Events]:
+    """Phase 1 of dag_shortest_paths for a batch: each sample relaxes the out-edges of every node of its
+    topo list `heads[b]` but the last, in list order (A: [B, N, N] weights); ties keep the earlier
+    parent (strict <). Step k of the loop is position k of every list; a node never relaxes itself (no
+    self-loops), so its out-edges update independently.
+
+    The list's k-th node is shown by push first[b] + k, so its relaxations are shown from the next
+    push. Returns the final parents pi [B, N] and the relaxations as events (g, j, new d[j], i): each
+    sets d[j], pi[j] = i and mark[j] = 1."""
+    B, n, _ = A.shape
+    rows = np.arange(B)
+    size = np.array([len(h) for h in heads])
+    order = np.zeros((B, int(size.max())), np.int64)  # [B, K] the lists, padded
+    order[np.repeat(rows, size), np.arange(size.sum()) - np.repeat(np.cumsum(size) - size, size)] = np.concatenate(heads)
+    d = np.zeros((B, n))
+    pi = np.tile(np.arange(n), (B, 1))
+    mark = np.zeros((B, n), bool)
+    mark[rows, order[:, 0]] = True  # the source (d = 0)
+    events = []
+    for k in range(order.shape[1] - 1):
+        active = k + 1 < size  # the k-th node is not its list's last
+        head = order[:, k]
+        w = A[rows, head]  # [B, N] out-edges of each head
+        via = d[rows, head][:, None] + w
+        relax = active[:, None] & (w != 0) & (~mark | (via < d))
+        d = np.where(relax, via, d)
+        pi = np.where(relax, head[:, None], pi)
+        mark |= relax
+        b, j = np.nonzero(relax)
+        events.append((first[b] + k + 1, j, via[b, j], head[b]))
+    g, j, dj, i = (np.concatenate([np.zeros(0)] + [e[c] for e in events]) for c in range(4))
+    return pi, (g, j, dj, i)

@@ -3,10 +3,10 @@
 Every algorithm here runs a lockstep batch: one loop iteration is one hint step for every sample
 still running, and the textbook's inner loops over nodes become masked array operations over
 [B, N] or [B, N, N]. Where the sequential code reads state it has just written in the same step,
-the vectorized form must give the same answer; each function says why it does. bellman_ford is the
-plain example (`rec.hint` per step); the others keep each step's state arrays and build the
-[B, T, ...] storage arrays once at the end (`_StepHints`), because at n = 64 copying every step's
-state three times costs more than the algorithm.
+the vectorized form must give the same answer; each function says why it does. They keep each
+step's state arrays and build the [B, T, ...] storage arrays once at the end (`_StepHints`): the
+recorder's per-step `rec.hint` would copy every step's state three times, which at n = 64 costs
+more than the algorithm.
 
 Samplers are the reference's: undirected Erdos-Renyi graphs (`samplers.graph_sampler`), p = 0.5
 except Kruskal (p = 0.2), weighted except BFS, with a uniformly drawn source where the reference
@@ -115,7 +115,11 @@ def bfs(A: np.ndarray, s: np.ndarray):
 
 @register("bellman_ford", sample=samplers.graph_sampler(0.5, weighted=True, source=True), batched=True)
 def bellman_ford(A: np.ndarray, s: np.ndarray):
-    """Bellman-Ford (1958) from source s. A: [B, N, N] weights (0 = no edge), s: [B]."""
+    """Bellman-Ford (1958) from source s. A: [B, N, N] weights (0 = no edge), s: [B].
+
+    One hint per round (the first the initial state, the last repeating the final one). A round
+    relaxes every edge (u, v) from the previous round's d of reached nodes u; with unreached nodes and
+    missing edges at +inf, that is one [B, U, V] sum and its argmin over u (ties: the lowest u)."""
     B, n, _ = A.shape
     rec = Recorder("bellman_ford", n, batch=B)
     rows = np.arange(B)
@@ -124,20 +128,24 @@ def bellman_ford(A: np.ndarray, s: np.ndarray):
     pi = np.tile(np.arange(n), (B, 1))
     msk = np.zeros((B, n), bool)
     msk[rows, s] = True
-    edge = A != 0
+    weight = np.where(A != 0, A, np.inf)  # [B, U, V]
+    hints = _StepHints(rec)
+    lengths = np.zeros(B, np.int64)
     running = np.ones(B, bool)
     while running.any():
-        prev_d, prev_msk = d.copy(), msk.copy()
-        rec.hint(active=running, pi_h=pi, d=prev_d, msk=prev_msk)
-        valid = edge & prev_msk[:, :, None] & running[:, None, None]  # [B, U, V]
-        cand = np.where(valid, prev_d[:, :, None] + A, np.inf)
-        best, arg = cand.min(axis=1), cand.argmin(axis=1)  # [B, V]; argmin takes the lowest u on ties
-        reached = valid.any(axis=1)
-        better = reached & (~prev_msk | (best < prev_d))
-        d = np.where(better, best, d)
+        hints.push(pi_h=pi, d=d, msk=msk)
+        lengths += running
+        cand = np.where(msk, d, np.inf)[:, :, None] + weight  # [B, U, V] prev d[u] + A[u, v]
+        arg = cand.argmin(axis=1)  # [B, V] the lowest u among the best
+        best = np.take_along_axis(cand, arg[:, None], axis=1)[:, 0]
+        reached = (best < np.inf) & running[:, None]
+        better = reached & (~msk | (best < d))
+        new_d = np.where(better, best, d)
         pi = np.where(better, arg, pi)
-        msk |= reached
-        running &= ~np.all(d == prev_d, axis=1)
+        msk = msk | reached
+        running &= ~np.all(new_d == d, axis=1)
+        d = new_d
+    hints.finish(lengths)
     rec.output(pi=pi)
     return rec.finish()
 
@@ -331,19 +339,17 @@ def mst_kruskal(A: np.ndarray):
 def _grown_tree(joined: list[tuple[np.ndarray, int, np.ndarray, np.ndarray]], lengths: np.ndarray, T: int,
                 n: int) -> tuple[np.ndarray, np.ndarray]:
     """Kruskal's tree edges over time from the steps they joined at: `in_mst_h` [B, T, N, N] float32
-    (edge (u, v) set from its step to the sample's last) and the final `in_mst` [B, N, N] bool."""
+    (edge (u, v) set from its step to the sample's last) and the final `in_mst` [B, N, N] bool.
+
+    Sample b's steps are one comparison, step >= joined-at, written straight into the float32 array
+    (its padding past lengths[b] is never touched, so it stays zero without a write)."""
     B = len(lengths)
-    in_mst_h = np.zeros((B, T, n, n), np.float32)  # zero pages are only touched when written
-    in_mst = np.zeros((B, n, n), bool)
-    if joined:
-        b = np.concatenate([rows for rows, _, _, _ in joined])
-        t = np.concatenate([np.full(len(rows), step) for rows, step, _, _ in joined])
-        i = np.concatenate([u for _, _, u, _ in joined])
-        j = np.concatenate([v for _, _, _, v in joined])
-        in_mst[b, i, j] = in_mst[b, j, i] = True
-        span = lengths[b] - t  # steps from joining to the end
-        event = np.repeat(np.arange(len(b)), span)
-        tt = t[event] + np.arange(len(event)) - np.repeat(np.cumsum(span) - span, span)
-        bb, ii, jj = b[event], i[event], j[event]
-        in_mst_h[bb, tt, ii, jj] = in_mst_h[bb, tt, jj, ii] = 1.0
-    return in_mst_h, in_mst
+    never = np.int32(T)  # the join step of a non-tree edge: beyond every step
+    joined_at = np.full((B, n, n), never, np.int32)
+    for rows, step, u, v in joined:
+        joined_at[rows, u, v] = joined_at[rows, v, u] = step
+    in_mst_h = np.zeros((B, T, n, n), np.float32)
+    steps = np.arange(T, dtype=np.int32)[:, None, None]
+    for b, length in enumerate(lengths.tolist()):
+        np.greater_equal(steps[:length], joined_at[b], out=in_mst_h[b, :length], casting="unsafe")
+    return in_mst_h, joined_at < never

@@ -46,6 +46,31 @@ def sample_matcher(rng: samplers.RandomState, length: int) -> tuple[np.ndarray, 
     return haystack, needle
 
 
+@dataclass(frozen=True)
+class MatcherSampler:
+    """`sample_matcher` with the reference's option `length_needle` (see `samplers.with_options`).
+
+    None keeps the canonical needle (length // 5). A fixed needle length is drawn in the same order:
+    needle and haystack symbols in one call, then the embedding position. The reference's negative
+    values (a random length per sample) are drawn by the caller (`relreason.data.stream`), which
+    records them."""
+
+    length_needle: int | None = None
+
+    def __call__(self, rng: samplers.RandomState, length: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.length_needle is None:
+            return sample_matcher(rng, length)
+        n_needle = self.length_needle
+        n_hay = length - n_needle
+        if not 1 <= n_needle < n_hay:
+            raise ValueError(f"a needle of {n_needle} symbols does not fit {length} nodes (needs 2 * needle < length)")
+        symbols = samplers.random_string(rng, length, ALPHABET_SIZE)  # needle, then haystack
+        needle, haystack = symbols[:n_needle], symbols[n_needle:]
+        at = rng.randint(0, n_hay - n_needle)
+        haystack[at:at + n_needle] = needle
+        return haystack, needle
+
+
 @dataclass
 class _Timeline:
     """Per-step coordinates of block-structured runs, flattened over (sample, step).
@@ -120,7 +145,7 @@ def _check_strings(name: str, T: np.ndarray, P: np.ndarray) -> tuple[np.ndarray,
     return T.astype(np.int64), P.astype(np.int64)
 
 
-@register("naive_string_matcher", sample=sample_matcher, batched=True, min_size=3)
+@register("naive_string_matcher", sample=MatcherSampler(), batched=True, min_size=3)
 def naive_string_matcher(T: np.ndarray, P: np.ndarray):
     """Naive matching of needle P in haystack T. T: [B, |T|], P: [B, |P|] symbols in [0, 4).
 
@@ -194,7 +219,7 @@ def _kmp_failure(P: np.ndarray, reset: int) -> tuple[np.ndarray, ...]:
     return pi, is_reset, code, fail
 
 
-@register("kmp_matcher", sample=sample_matcher, batched=True, min_size=3)
+@register("kmp_matcher", sample=MatcherSampler(), batched=True, min_size=3)
 def kmp_matcher(T: np.ndarray, P: np.ndarray):
     """Knuth-Morris-Pratt (1977): failure function of P (phase 0), then the scan of T (phase 1).
 

@@ -39,6 +39,7 @@ import torch
 from torch import nn
 
 from relreason.errors import RelreasonError
+from relreason.models.decoders import DecoderInputs
 from relreason.registry import Registry
 
 
@@ -62,6 +63,9 @@ class Processor(nn.Module, abc.ABC):
     # linear map, `.dense()` / `.project(W, b)`), so a first linear layer on it can be folded into
     # the small map instead of running on (B, N, N, H). False (default): always the dense tensor.
     factored_edges: bool = False
+    # What the decoders read besides [node features, previous, new node state]
+    # (relreason.models.decoders.DecoderInputs); the default is the CLRS reference's decoders.
+    decoder_inputs: DecoderInputs = DecoderInputs()
 
     def __init__(self, cfg, hidden: int):
         super().__init__()

@@ -14,6 +14,11 @@ The edge state is carried to the next step (`carry_edge`). The graph vector is e
 every node and edge input (`cat`) or becomes an extra "core" node that attends and is attended
 (`core`), whose state is the returned graph state.
 
+The decoders read what the authors' decoders read (`decoder_inputs`; authors' `nets.py`
+`_one_step_pred`): every edge-reading decoder (edge features, node pointers from edges or from node
+pairs) gets [encoded edges, previous edge state, new edge state], and in `core` mode the graph
+decoders get [encoded graph features, previous core state, new core state].
+
 Facts from the paper and the authors' code (github CameronDiao/relational-transformer,
 `Basic_Transformer_jax.py`, `processors.py`, `run.py`); every formula above is computed exactly, but
 not always in the order written: W4 is split by input block, and the value's edge part is applied
@@ -32,6 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from relreason.errors import RelreasonError
+from relreason.models.decoders import DecoderInputs
 from relreason.models.encoders import EdgeInput, linear
 from relreason.models.processors.base import Processor, State, check_config, masked_fill_value, register_processor
 from relreason.models.processors.gnn import edge_linear
@@ -188,6 +194,7 @@ class RelationalTransformer(Processor):
         self.node_dim = d = cfg.heads * cfg.head_dim
         self.edge_dim = cfg.edge_dim
         cat = self.global_vector is GlobalVector.CAT
+        self.decoder_inputs = DecoderInputs(edge_history=True, graph_history=not cat)
         self.node_in = InputProjection(hidden, d, hidden if cat else 0, d)
         self.edge_in = InputProjection(hidden, cfg.edge_dim, hidden if cat else 0, cfg.edge_dim)
         if not cat:

@@ -2,8 +2,11 @@
 features removed (the RT paper's "no edges" ablation, Diao & Loynd 2023).
 
 Same widths, input projection, post-LN node block and global-vector options as `rt`; attention is
-ordinary multi-head self-attention over the real nodes, so the processor sees no edge input at all
-(graph structure reaches it only through node features and the decoders).
+ordinary multi-head self-attention over the real nodes. No edge features are read anywhere
+(`decoder_inputs.edge_features` False): nothing is encoded into edges (edge inputs and hints, and node
+pointers, which CLRS encodes as edges, reach the model only as prediction targets), and the decoders
+read node pairs only: node pointers w . max(W1 h_i, W2 h_j), edge features d0(h_i) + d1(h_j). In
+`core` mode the graph decoders read the core state as the RT's do.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from relreason.models.decoders import DecoderInputs
 from relreason.models.encoders import linear
 from relreason.models.processors.base import Processor, State, check_config, register_processor
 from relreason.models.processors.rt import (GlobalVector, InputProjection, NodeBlock, parse_global_vector)
@@ -62,13 +66,14 @@ class TransformerLayer(nn.Module):
                     "Transformer over nodes: RT without edge vectors (Diao & Loynd 2023 ablation)",
                     model_defaults={"hidden": 192})  # as the RT: hidden_size = nb_heads x head_size
 class Transformer(Processor):
-    factored_edges = True  # edge_in is never read, so the net need not build the dense tensor
+    factored_edges = True  # edge_in (width-0 columns) is never read: the net need not build the dense tensor
 
     def __init__(self, cfg: TransformerConfig, hidden: int):
         super().__init__(cfg, hidden)
         self.global_vector = parse_global_vector(cfg.global_vector)
         self.node_dim = d = cfg.heads * cfg.head_dim
         cat = self.global_vector is GlobalVector.CAT
+        self.decoder_inputs = DecoderInputs(edge_features=False, graph_history=not cat)
         self.node_in = InputProjection(hidden, d, hidden if cat else 0, d)
         if not cat:
             self.graph_in = linear(hidden + d, d)  # [graph_in, previous core state] -> core node

@@ -1,0 +1,159 @@
+"""`relreason runs`, `relreason compare` and `relreason plot`: list, compare and plot finished and
+unfinished runs (and ablation cells). Thin: the work is in relreason.eval.runs and relreason.eval.plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from relreason.cli.common import JsonOpt, err, out, report_errors
+from relreason.errors import RelreasonError
+
+
+def task_metric(task: str) -> Optional[tuple[str, bool]]:
+    """The task registry's metric for runs whose results.json predates the "metric" key."""
+    from relreason.tasks import TASKS
+
+    if task not in TASKS:
+        return None
+    t = TASKS.get(task)
+    return t.metric, t.lower_is_better
+
+
+def _print_table(table) -> None:
+    if out.is_terminal:
+        out.print(table)
+        return
+    # piped or redirected: no terminal width to respect, so the table takes its natural width and no
+    # name is folded or cut (a Console caps print(width=...) at its own width, hence a wide one)
+    Console(file=out.file, width=100_000, soft_wrap=True).print(table)
+
+
+def _warn_problems(runs) -> None:
+    for r in runs:
+        for p in r.problems:
+            err.print(f"warning: {r.name}: {p}", highlight=False)
+
+
+@report_errors
+def runs_cmd(
+    directory: Annotated[Path, typer.Argument(help="Folder searched recursively for runs (ablation folders too).")]
+    = Path("runs"),
+    as_json: JsonOpt = False,
+) -> None:
+    """List runs, newest first: model, task, seed, examples, best validation, OOD test, status, age.
+
+    Status: finished (results.json written), running (its lock names a live process on this host)
+    or interrupted (resume it with `relreason train ... --name NAME --resume`). Age: since the run
+    last wrote anything.
+
+    Examples:\n
+      relreason runs\n
+      relreason runs ablations/no-edge-updates\n
+      relreason runs --json
+    """
+    from relreason.eval.runs import discover_runs, runs_table
+
+    runs = discover_runs(directory, task_metric)
+    if as_json:
+        out.print_json(json.dumps({"dir": str(directory), "runs": [r.to_dict() for r in runs]}))
+        return
+    _warn_problems(runs)
+    _print_table(runs_table(runs, f"{len(runs)} run{'s' * (len(runs) != 1)} under {directory}"))
+
+
+@report_errors
+def compare_cmd(
+    run_dirs: Annotated[Optional[list[Path]], typer.Argument(help="Run directories to compare.", show_default=False)]
+    = None,
+    runs_dir: Annotated[Optional[Path], typer.Option("--runs", help="Compare every run under this folder.",
+                                                     show_default=False)] = None,
+    group_by: Annotated[Optional[str], typer.Option(
+        "--group-by", help="Rows of the table: model, task or seed (default: one row per model and task).",
+        show_default=False)] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table, md, csv, latex or json.")] = "table",
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare runs side by side; seeds of one (model, task, setting) become mean ± std.
+
+    The std is the population std (ddof=0), as `relreason ablate` prints. Each score column names
+    its metric and direction; runs scored with different metrics are never averaged together.
+
+    Examples:\n
+      relreason compare --runs runs\n
+      relreason compare --runs ablations/no-edge-updates --group-by task --format md\n
+      relreason compare runs/rt-bfs-s0 runs/rt-bfs-s1 runs/mpnn-bfs-s0 --json
+    """
+    from relreason.eval.runs import Format, comparison_table, compare, load_runs, parse_format, parse_group_by, \
+        render_comparison
+
+    grouping = parse_group_by(group_by)
+    form = parse_format(fmt)
+    if as_json and form not in (Format.TABLE, Format.JSON):
+        raise RelreasonError(f"--json and --format {fmt} ask for two formats", "give one of them")
+    if as_json:
+        form = Format.JSON
+    if not run_dirs and runs_dir is None:
+        raise RelreasonError("nothing to compare", "name run directories, or pass --runs DIR (e.g. --runs runs)")
+    runs = load_runs(run_dirs or [], runs_dir, task_metric)
+    _warn_problems(runs)
+    cmp = compare(runs, grouping)
+    for note in cmp.notes:
+        err.print(f"note: {note}", highlight=False)
+    if form is Format.TABLE:
+        _print_table(comparison_table(cmp))
+    elif form is Format.JSON:
+        out.print_json(render_comparison(cmp, form))
+    else:
+        out.print(render_comparison(cmp, form), highlight=False, markup=False, end="")
+
+
+@report_errors
+def plot_cmd(
+    paths: Annotated[Optional[list[Path]], typer.Argument(
+        help="Run directories, or one ablation folder (ablations/NAME).", show_default=False)] = None,
+    runs_dir: Annotated[Optional[Path], typer.Option("--runs", help="Plot the curves of every run under this folder.",
+                                                     show_default=False)] = None,
+    out_file: Annotated[Optional[Path], typer.Option(
+        "--out", help="Figure file, .png, .svg or .pdf (default: FIRST_RUN/curves.png, DIR/curves.png with --runs, "
+                "ABLATION/bars.png).",
+        show_default=False)] = None,
+) -> None:
+    """Plot learning curves of runs (validation score and training loss against examples, one line
+    per run), or the bar chart of an ablation (mean ± std per task and variant). Prints the file.
+
+    Examples:\n
+      relreason plot runs/mpnn-bfs-s42 runs/rt-bfs-s42\n
+      relreason plot --runs ablations/no-edge-updates/rt --out rt-curves.svg\n
+      relreason plot ablations/no-edge-updates
+    """
+    from relreason.eval.plot import FORMATS, ablation_figure, curves_figure, require_matplotlib, save_figure
+    from relreason.eval.runs import load_runs, read_ablation
+
+    require_matplotlib()
+    if out_file is not None and out_file.suffix.lstrip(".").lower() not in FORMATS:
+        raise RelreasonError(f"unknown figure format {out_file.suffix or '(none)'!r} in --out {out_file}",
+                             "end --out with " + ", ".join(f".{f}" for f in FORMATS))
+    paths = list(paths or [])
+    if not paths and runs_dir is None:
+        raise RelreasonError("nothing to plot", "name run directories or an ablation folder, or pass --runs DIR")
+    ablations = [(p, read_ablation(p)) for p in paths]
+    ablations = [(p, a) for p, a in ablations if a is not None]
+    if ablations and (len(paths) > 1 or runs_dir is not None):
+        raise RelreasonError(f"{ablations[0][0]} is an ablation folder: plot it on its own",
+                             f"relreason plot {ablations[0][0]}")
+    if ablations:
+        path, data = ablations[0]
+        fig = ablation_figure(path, data, task_metric)
+        target = out_file if out_file is not None else path / "bars.png"
+    else:
+        runs = load_runs(paths, runs_dir, task_metric)
+        _warn_problems(runs)
+        fig = curves_figure(runs)
+        default = runs[0].path if paths else runs_dir  # the first run named, else the folder plotted
+        target = out_file if out_file is not None else default / "curves.png"
+    out.print(str(save_figure(fig, target)), highlight=False)

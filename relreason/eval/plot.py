@@ -1,0 +1,179 @@
+"""Figures of runs: learning curves of several runs, and the bar chart of an ablation.
+
+    from relreason.eval.runs import load_runs
+    from relreason.eval.plot import curves_figure, save_figure
+    fig = curves_figure(load_runs(["runs/a", "runs/b"]))
+    save_figure(fig, "curves.png")
+
+matplotlib is an optional dependency (`pip install 'relreason[plot]'`), imported only when a figure
+is made; figures are built on `matplotlib.figure.Figure` directly (no pyplot: no global state, no GUI
+backend). Every function returns the Figure so tests and notebooks can inspect or restyle it.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Optional
+
+from relreason.errors import RelreasonError
+from relreason.eval.runs import (UNKNOWN_METRIC, Metric, MetricLookup, RunInfo, Stat, discover_runs, read_metrics,
+                                 resolve_metric, validation_records)
+
+FORMATS = ("png", "svg", "pdf")
+
+
+def require_matplotlib() -> None:
+    """Raises the one-line RelreasonError that says how to install matplotlib when it is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise RelreasonError("plotting needs matplotlib: pip install 'relreason[plot]'") from None
+
+
+def _figure(**kwargs):
+    require_matplotlib()
+    from matplotlib.figure import Figure
+
+    return Figure(**kwargs)
+
+
+def _scale(metric: Metric) -> float:
+    return 100.0 if metric.percent else 1.0
+
+
+def curves_figure(runs: list[RunInfo]):
+    """Validation score and training loss against training examples, one line per run in each panel.
+
+    The loss is the one the loop records at each validation: that of the last training batch, so
+    it is noisy. A dot marks each run's best validation so far (the checkpoint tested OOD at the end).
+    Raises RelreasonError when the runs' metrics differ or no run has a validation record."""
+    metrics = {(r.metric.name, r.metric.lower_is_better): r.metric for r in runs}
+    if len(metrics) > 1:
+        names = ", ".join(f"{r.name} ({r.metric.name})" for r in runs)
+        raise RelreasonError(f"cannot plot scores of different metrics on one axis: {names}",
+                             "plot the runs of each metric separately")
+    metric = next(iter(metrics.values()), UNKNOWN_METRIC)
+    curves = [(r, validation_records(read_metrics(r.path))) for r in runs]
+    if not any(vals for _, vals in curves):
+        raise RelreasonError("no validation records to plot in " + ", ".join(r.name for r in runs),
+                             "metrics.jsonl is written at each validation; let the run reach its first one")
+    fig = _figure(figsize=(11, 4.2), layout="constrained")
+    ax_score, ax_loss = fig.subplots(1, 2)
+    scale = _scale(metric)
+    any_loss = False
+    for r, vals in curves:
+        if not vals:
+            continue
+        x = [v["examples"] for v in vals]
+        (line,) = ax_score.plot(x, [v["score"] * scale for v in vals], label=r.name, linewidth=1.5)
+        if r.best_examples is not None and r.best_val is not None:
+            ax_score.scatter([r.best_examples], [r.best_val * scale], color=line.get_color(), zorder=3, s=18)
+        losses = [(v["examples"], v["loss"]) for v in vals if isinstance(v.get("loss"), (int, float))]
+        if losses:
+            any_loss = True
+            ax_loss.plot(*zip(*losses), label=r.name, color=line.get_color(), linewidth=1.5)
+    ax_score.set_xlabel("training examples")
+    ax_score.set_ylabel(f"validation score ({metric.describe()})")
+    ax_score.set_title("validation (dot: the best checkpoint, tested OOD at the end)")
+    ax_loss.set_xlabel("training examples")
+    ax_loss.set_ylabel("training loss (last batch)")
+    ax_loss.set_title("training loss")
+    if any_loss and all(y > 0 for ln in ax_loss.get_lines() for y in ln.get_ydata()):
+        from matplotlib.ticker import FuncFormatter
+
+        ax_loss.set_yscale("log")  # losses fall by orders of magnitude over a full schedule
+        plain = FuncFormatter(lambda y, _: f"{y:g}")
+        ax_loss.yaxis.set_major_formatter(plain)
+        ax_loss.yaxis.set_minor_formatter(plain)
+    for ax in (ax_score, ax_loss):
+        ax.grid(alpha=0.3)
+    ax_score.legend(fontsize="small", loc="best")
+    return fig
+
+
+def ablation_figure(path: Path, data: dict, metric_of: Optional[MetricLookup] = None):
+    """The paper-style bars of an ablation folder's results.json: per task (and their average) one bar
+    per variant, the mean over seeds with a population-std error bar (as `relreason ablate` prints).
+
+    The average's error bar is the std over seeds of each seed's mean over tasks. Tasks scored with
+    different metrics get a panel each."""
+    variants = [v for v in data.get("variants", []) if isinstance(v, str)]
+    cells = [c for c in data.get("cells", []) if isinstance(c, dict) and isinstance(c.get("score"), (int, float))]
+    tasks = [t for t in data.get("tasks", []) if any(c.get("task") == t for c in cells)]
+    if not variants or not tasks:
+        raise RelreasonError(f"{path}/results.json holds no finished cells to plot",
+                             f"run the ablation first: relreason ablate {data.get('ablation', 'NAME')}")
+    task_metric = _ablation_metrics(path, tasks, data.get("lower_is_better"), metric_of)
+    panels: dict[tuple, list[str]] = {}
+    for t in tasks:
+        m = task_metric[t]
+        panels.setdefault((m.name, m.lower_is_better), []).append(t)
+    seeds = sorted({c.get("seed") for c in cells}, key=str)
+    fig = _figure(figsize=(max(6.0, 0.55 * (len(tasks) + 1) * len(variants) + 2.5), 4.2 * len(panels)),
+                  layout="constrained")
+    axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
+    width = 0.8 / len(variants)
+    for ax, (_, group) in zip(axes, panels.items()):
+        metric = task_metric[group[0]]
+        scale = _scale(metric)
+        labels = group + (["average"] if len(group) > 1 else [])
+        for i, v in enumerate(variants):
+            stats = [Stat.of(c["score"] * scale for c in cells if c.get("task") == t and c.get("variant") == v)
+                     for t in group]
+            means = [s.mean if s.n else 0.0 for s in stats]
+            stds = [s.std if s.n else 0.0 for s in stats]
+            if len(group) > 1:
+                per_seed = []
+                for seed in seeds:
+                    xs = [c["score"] * scale for t in group for c in cells
+                          if c.get("task") == t and c.get("variant") == v and c.get("seed") == seed]
+                    if len(xs) == len(group):  # this seed finished every task
+                        per_seed.append(sum(xs) / len(xs))
+                means.append(sum(means) / len(group))
+                stds.append(Stat.of(per_seed).std or 0.0)
+            xs = [j + (i - (len(variants) - 1) / 2) * width for j in range(len(labels))]
+            ax.bar(xs, means, width, yerr=stds, capsize=3, label=v)
+        ax.set_xticks(range(len(labels)), labels, rotation=30 if len(labels) > 4 else 0, ha="right"
+                      if len(labels) > 4 else "center")
+        ax.set_ylabel(f"OOD test ({metric.describe()})")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize="small")
+    n_seeds = len(seeds)
+    fig.suptitle(f"{data.get('ablation', path.name)}: mean ± std over {n_seeds} seed{'s' * (n_seeds != 1)} "
+                 "(population std)")
+    paper = data.get("paper_line") if isinstance(data.get("paper_line"), str) else data.get("paper")
+    if isinstance(paper, str) and paper:  # the published figures, as `relreason ablate` prints them
+        line = paper if paper.startswith("paper") else f"paper: {paper}"
+        fig.supxlabel(textwrap.fill(line, int(fig.get_figwidth() * 13)), fontsize="small")  # ~chars per inch
+    return fig
+
+
+def _ablation_metrics(path: Path, tasks: list[str], lower_is_better, metric_of: Optional[MetricLookup]) -> dict:
+    """Each task's metric: what its cells' results.json record, else what `metric_of` knows."""
+    found: dict[str, Metric] = {}
+    try:
+        for r in discover_runs(path, metric_of):
+            if r.task in tasks and r.task not in found and r.metric.name != UNKNOWN_METRIC.name:
+                found[r.task] = r.metric
+    except RelreasonError:  # results.json without cell folders (copied alone): fall back to the lookup
+        pass
+    lib = lower_is_better if isinstance(lower_is_better, bool) else None
+    return {t: found.get(t) or resolve_metric(None, lib, t, metric_of) for t in tasks}
+
+
+def save_figure(fig, out: Path) -> Path:
+    """Writes the figure atomically (temp file + rename) in the format its suffix names."""
+    from relreason.data.store import atomic_path
+
+    out = Path(out)
+    fmt = out.suffix.lstrip(".").lower()
+    if fmt not in FORMATS:
+        raise RelreasonError(f"unknown figure format {out.suffix or '(none)'!r} in {out}",
+                             "end --out with " + ", ".join(f".{f}" for f in FORMATS))
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, format=fmt, dpi=150)
+    return out
+
+
+__all__ = ["curves_figure", "ablation_figure", "save_figure", "require_matplotlib", "FORMATS"]

@@ -1,0 +1,84 @@
+"""Every model a user can name, in two families, one registry each:
+
+- `nar`: neural algorithmic reasoners, i.e. a processor (relreason.models.processors.PROCESSORS) inside
+  the encode-process-decode network; their config has a `model:` section (`ModelConfig`) and a
+  `processor:` section (the processor's own dataclass); they train on graph tasks.
+- `text`: language models over CLRS-Text (`TEXT_MODELS`); their `model:` section is the model's own
+  config dataclass; they train on `text:` tasks.
+
+A name lives in exactly one family (checked at registration), so `relreason train NAME ...` needs
+no family flag:
+
+    family, entry = find_model("rt")          # ("nar", ProcessorEntry)
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+from dataclasses import dataclass
+from typing import Callable
+
+from relreason.errors import RelreasonError
+from relreason.models.processors import PROCESSORS
+from relreason.registry import Registry
+
+
+class Family(str, enum.Enum):
+    NAR = "nar"
+    TEXT = "text"
+
+
+@dataclass(frozen=True)
+class TextModelEntry:
+    name: str
+    cls: type  # an nn.Module built as cls(config, vocab_size)
+    config: type  # its config dataclass (the `model:` section), defaults sized for this CPU
+    description: str
+
+
+TEXT_MODELS: Registry[TextModelEntry] = Registry("text model", "relreason list models")
+
+
+def register_text_model(name: str, config: type, description: str) -> Callable[[type], type]:
+    def add(cls: type) -> type:
+        if name in PROCESSORS:
+            raise ValueError(f"model {name!r} is already a NAR processor")
+        TEXT_MODELS.register(name, TextModelEntry(name, cls, config, description))
+        return cls
+
+    return add
+
+
+def _load_text_models() -> None:
+    import importlib
+
+    try:
+        importlib.import_module("relreason.models.text")
+    except ModuleNotFoundError as e:  # the text models are an optional part of the package tree
+        if e.name != "relreason.models.text":
+            raise
+
+
+def find_model(name: str) -> tuple[Family, object]:
+    """(family, registry entry) of a model name; a did-you-mean error over both families."""
+    _load_text_models()
+    if name in PROCESSORS:
+        return Family.NAR, PROCESSORS.get(name)
+    if name in TEXT_MODELS:
+        return Family.TEXT, TEXT_MODELS.get(name)
+    close = difflib.get_close_matches(name, model_names(), n=3, cutoff=0.5)
+    hint = ("did you mean " + " or ".join(repr(c) for c in close) + "? " if close else "") + "see `relreason list models`"
+    raise RelreasonError(f"unknown model {name!r}", hint)
+
+
+def model_names() -> list[str]:
+    _load_text_models()
+    return PROCESSORS.names() + TEXT_MODELS.names()
+
+
+def model_rows() -> list[tuple[str, str, str]]:
+    """(name, family, description) of every model, for `relreason list models`."""
+    _load_text_models()
+    rows = [(n, Family.NAR.value, e.description) for n, e in PROCESSORS.items()]
+    return rows + [(n, Family.TEXT.value, e.description) for n, e in TEXT_MODELS.items()]

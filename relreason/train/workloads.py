@@ -1,0 +1,298 @@
+"""What the training loop trains and how it scores it: one Workload per kind of experiment.
+
+The loop (`relreason.train.loop`) is generic: per step it asks the workload for the step's batches
+(one optimizer update each), their losses, and now and then a validation score. A workload owns
+the model, the data and the metric:
+
+    wl = build_workload(cfg, device)
+    for part in wl.step_batches(step):            # one part per optimizer update
+        loss, terms = wl.loss(wl.model, part, step)
+    result = wl.evaluate("val")                   # {"score", "outputs", "hints", "per_task", ...}
+
+- `NarWorkload`: NAR models on graph tasks (CLRS algorithms, lobsters), one task or several. Multi-task
+  steps follow Ibarz et al.'s run.py: one batch of every algorithm per step, each its own optimizer
+  update; validation per algorithm; the run's score is their mean.
+- Text workloads (CLRS-Text, TransNAR) register in `WORKLOADS` from their own modules.
+
+Determinism: the examples of step k and every noise draw come from generators seeded by
+`relreason.seeds.derive_seed(seed, purpose, step, ...)`, so a resumed run sees exactly the data and
+noise of an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from relreason.config import Config, DataStream
+from relreason.errors import RelreasonError
+from relreason.registry import Registry
+from relreason.seeds import Purpose, derive_seed
+from relreason.tasks import METRIC_LABELS
+
+
+class Workload(abc.ABC):
+    """A model, its training data and its metric (see the module docstring)."""
+
+    model: nn.Module
+    lower_is_better: bool = False
+    metric: str = "clrs"
+
+    @property
+    def metric_label(self) -> str:
+        return METRIC_LABELS.get(self.metric, self.metric)
+
+    @abc.abstractmethod
+    def step_batches(self, step: int, rank: int = 0, world: int = 1) -> list[Any]:
+        """The batches of training step `step`, one per optimizer update (this rank's share)."""
+
+    @abc.abstractmethod
+    def loss(self, module: nn.Module, part: Any, step: int) -> tuple[torch.Tensor, dict[str, float]]:
+        """The training loss of one part (forward through `module`, which may wrap `self.model`)."""
+
+    @abc.abstractmethod
+    def evaluate(self, split: str, on_examples: Callable[[int], None] | None = None) -> dict:
+        """Scores the current model on `split` (val | test): {"score", "outputs", "hints", "per_task",
+        "size", "num", "label"}. `on_examples(k)` is called as batches finish (progress)."""
+
+    def eval_total(self, split: str) -> int:
+        """Number of examples `evaluate(split)` scores (for progress bars)."""
+        return 0
+
+    def close(self) -> None:
+        """Stops background workers."""
+
+
+WORKLOADS: Registry[Callable[[Config, torch.device], Workload]] = Registry("workload family")
+
+
+def build_workload(cfg: Config, device: torch.device) -> Workload:
+    from relreason.models.catalog import find_model
+
+    family, _ = find_model(cfg.model_name)
+    return WORKLOADS.get(family.value)(cfg, device)
+
+
+# -- NAR models on graph tasks -------------------------------------------------------------------
+
+def step_indices(seed: int, step: int, n: int, batch_size: int, task_index: int = 0) -> np.ndarray:
+    """The training examples of `step` (of task `task_index` in multi-task runs): drawn with replacement
+    from the train split, as the reference's sampler does, from a stream seeded by (seed, step), so a
+    resumed run sees exactly the batches an uninterrupted one would."""
+    rng = np.random.default_rng(derive_seed(seed, Purpose.BATCH, step, task_index))
+    return rng.integers(0, n, size=batch_size)
+
+
+def noise_generator(seed: int, step: int, task_index: int = 0) -> torch.Generator:
+    """Random positions, teacher forcing, Gumbel noise and dropout of one training update."""
+    return torch.Generator().manual_seed(derive_seed(seed, Purpose.NOISE, step, task_index))
+
+
+def validation_generator(seed: int, task_index: int = 0) -> torch.Generator:
+    """Random positions of validation: the same draw at every validation, so checkpoints are compared
+    on identical inputs (and a resumed run validates as the original)."""
+    return torch.Generator().manual_seed(derive_seed(seed, Purpose.VALIDATION, task_index))
+
+
+class NarWorkload(Workload):
+    def __init__(self, cfg: Config, device: torch.device):
+        from relreason.models.build import build_nar
+
+        self.cfg, self.device = cfg, device
+        self.built = build_nar(cfg, device)
+        self.model = self.built.model
+        self.tasks = self.built.tasks
+        first = self.tasks[0]
+        self.lower_is_better, self.metric = first.lower_is_better, first.metric
+        self._eval_cache: dict[tuple, Any] = {}
+        self._train: dict[str, Any] | None = None  # loaded on the first training step (eval never needs it)
+        self._streams = None
+
+    def _training_data(self) -> None:
+        if getattr(self.cfg.data, "stream", DataStream.CANONICAL) is DataStream.IBARZ:
+            self._streams = IbarzData(self.cfg, [t.name for t in self.tasks])
+            self._train = {}
+        else:
+            self._train = {t.name: t.load("train", self.cfg.data) for t in self.tasks}
+
+    # training ----------------------------------------------------------------------------------
+
+    def step_batches(self, step: int, rank: int = 0, world: int = 1) -> list[tuple[int, Any]]:
+        from relreason.models.batch import Batch
+
+        t = self.cfg.train
+        if self._train is None:
+            self._training_data()
+        parts = []
+        rows = shard_rows(t.batch_size, rank, world) if world > 1 else None
+        streamed = self._streams.batches(step, rows) if self._streams is not None else None
+        for i, task in enumerate(self.tasks):
+            if streamed is not None:
+                ds = streamed[i]  # already this rank's rows
+            else:
+                train = self._train[task.name]
+                ds = train.take(step_indices(t.seed, step, len(train), t.batch_size, i))
+                if rows is not None:
+                    ds = ds.take(rows)
+            batch = Batch.from_dataset(ds, self.cfg.model, self.built.specs[task.name], self.device,
+                                       generator=noise_generator(t.seed, step, i))
+            parts.append((i, batch))
+        return parts
+
+    def loss(self, module: nn.Module, part: tuple[int, Any], step: int) -> tuple[torch.Tensor, dict[str, float]]:
+        i, batch = part
+        task = self.tasks[i].name
+        gen = noise_generator(self.cfg.train.seed, step, i)
+        if self.built.multi:
+            out = module(task, batch, train=True, generator=gen)
+        else:
+            out = module(batch, train=True, generator=gen)
+        loss, terms = self.built.net(task).loss(batch, out)
+        return loss, ({f"{task}/{k}": v for k, v in terms.items()} if self.built.multi else terms)
+
+    # evaluation --------------------------------------------------------------------------------
+
+    def dataset(self, task_index: int, split: str, size: int | None = None, num: int | None = None,
+                seed: int | None = None):
+        task = self.tasks[task_index]
+        key = (task.name, split, size, num, seed)
+        if key not in self._eval_cache:
+            ibarz = getattr(self.cfg.data, "stream", DataStream.CANONICAL) is DataStream.IBARZ
+            if ibarz and split == "val" and (size, num, seed) == (None, None, None):
+                self._eval_cache[key] = ibarz_validation(self.cfg, task.name, task_index)
+            else:
+                self._eval_cache[key] = task.load(split, self.cfg.data, size=size, num=num, seed=seed)
+        return self._eval_cache[key]
+
+    def eval_total(self, split: str) -> int:
+        return sum(len(self.dataset(i, split)) for i in range(len(self.tasks)))
+
+    def evaluate(self, split: str, on_examples=None, *, size: int | None = None, num: int | None = None,
+                 seed: int | None = None, batch_size: int | None = None, sizes: list[int] | None = None) -> dict:
+        from relreason.eval.evaluate import evaluate_dataset
+
+        if sizes is not None:
+            raise RelreasonError("--sizes applies to text tasks", "for graph tasks test at another size with --ood N")
+
+        per_task = {}
+        for i, task in enumerate(self.tasks):
+            ds = self.dataset(i, split, size, num, seed)
+            net = self.built.net(task.name)
+            # validation randomizes `pos` as training does (the reference validates so); tests use the true positions
+            gen = validation_generator(self.cfg.train.seed, i) if split == "val" and self.cfg.model.random_pos else None
+            scores = evaluate_dataset(net, ds, self.built.specs[task.name], self.cfg.model, self.device,
+                                      _pick_batch(batch_size, self.cfg.train.eval_batch_size, net, ds),
+                                      scorer=task.scorer(self.built.specs[task.name]), generator=gen,
+                                      progress=on_examples)
+            per_task[task.name] = {**scores.to_dict(), "size": ds.n, "num": len(ds), "label": split_label(ds, split)}
+        if not self.built.multi:
+            return {**per_task[self.tasks[0].name], "per_task": {}}
+        mean = float(np.mean([r["score"] for r in per_task.values()]))
+        return {"score": mean, "outputs": {k: r["score"] for k, r in per_task.items()}, "hints": {},
+                "per_task": per_task, "size": max(r["size"] for r in per_task.values()),
+                "num": sum(r["num"] for r in per_task.values()), "label": f"{split}, mean over {len(per_task)} tasks"}
+
+    def close(self) -> None:
+        if self._streams is not None:
+            self._streams.close()
+
+
+WORKLOADS.register("nar", NarWorkload)
+
+
+def shard_rows(n: int, rank: int, world: int) -> np.ndarray:
+    """This rank's rows of a global batch of n: contiguous equal shares (n must divide evenly)."""
+    if n % world:
+        raise RelreasonError(f"a batch of {n} cannot be split evenly over {world} processes",
+                             f"use a train.batch_size divisible by {world}")
+    per = n // world
+    return np.arange(rank * per, (rank + 1) * per)
+
+
+def split_label(ds, split: str) -> str:
+    """How a split is described beside its score: "test, n=64, 32 samples" or, for graphs of several
+    sizes, "test, backbone 100 (padded to 137 nodes), 200 samples"."""
+    meta = ds.meta or {}
+    if ds.sizes is not None:
+        backbone = meta.get("size")
+        what = f"backbone {backbone[0]}..{backbone[1] - 1}" if isinstance(backbone, list) else f"backbone {backbone}"
+        return f"{split}, {what} (padded to {ds.n} nodes), {len(ds)} samples"
+    return f"{split}, n={ds.n}, {len(ds)} samples"
+
+
+EVAL_MEMORY_FRACTION = 0.25  # of the available memory, for one evaluation batch's activations
+EVAL_LIVE_PAIR_TENSORS = 32  # (N, N, width) float buffers alive at once in a step, measured on RT/ET forwards
+EVAL_MAX_BATCH = 64
+
+
+def _pick_batch(explicit: int | None, configured: int | None, net: nn.Module, ds) -> int:
+    """The evaluation batch size: the explicit one, else the configured one, else as many samples as fit
+    in a quarter of the available memory (pair tensors dominate: batch x N x N x width floats)."""
+    if explicit is not None:
+        return explicit
+    if configured is not None:
+        return configured
+    from relreason.runtime import available_memory
+
+    proc = getattr(net, "processor", None)
+    width = max(getattr(net.cfg, "hidden", 128), getattr(proc, "node_dim", 0), getattr(proc, "edge_dim", 0))
+    per_sample = ds.n * ds.n * width * 4 * EVAL_LIVE_PAIR_TENSORS
+    fits = int(available_memory() * EVAL_MEMORY_FRACTION // max(per_sample, 1))
+    return max(1, min(EVAL_MAX_BATCH, fits))
+
+
+IBARZ_VAL_MULTIPLIER = 2  # run.py validates on 32 x 2 x the benchmark multiplier samples
+
+
+def ibarz_validation(cfg: Config, task: str, task_index: int):
+    """The validation set of the Ibarz et al. protocol: drawn like training (random edge densities and
+    needle lengths) at `data.val_size` nodes (string matchers: haystack + needle at the stream's
+    string size, because run.py's 16 nodes cannot hold a needle of 8), 64 x multiplier samples."""
+    from relreason.data.specs import canonical_split
+    from relreason.data.stream import TrainingStream
+
+    num = cfg.data.val_num if cfg.data.val_num is not None else \
+        IBARZ_VAL_MULTIPLIER * canonical_split(task, "val").num
+    sizes = (cfg.data.val_size,) if task not in ("naive_string_matcher", "kmp_matcher") else \
+        tuple(cfg.data.stream_sizes)
+    stream = TrainingStream(task, derive_seed(cfg.train.seed, Purpose.VALIDATION, task_index, 1), num, sizes)
+    ds = stream.batch(0)
+    ds.meta = {**ds.meta, "split": "val (ibarz stream)"}
+    return ds
+
+
+class IbarzData:
+    """The Ibarz et al. training stream of every task, generated ahead in a worker process
+    (relreason.data.stream), started at the first step asked for (the step a run resumes at)."""
+
+    def __init__(self, cfg: Config, tasks: list[str]):
+        from relreason.data.stream import TrainingStream
+
+        t = cfg.train
+        self.streams = [TrainingStream(name, derive_seed(t.seed, Purpose.STREAM, i), t.batch_size,
+                                       tuple(cfg.data.stream_sizes)) for i, name in enumerate(tasks)]
+        self.index = {name: i for i, name in enumerate(tasks)}
+        self.stop_step = -(-t.train_examples // t.batch_size)
+        self._prefetcher = None
+        self._step, self._batches = None, ()
+
+    def batches(self, step: int, rows=None) -> tuple:
+        from relreason.data.stream import MultiPrefetcher
+
+        if self._step != step:
+            if self._prefetcher is None:
+                self._prefetcher = MultiPrefetcher(self.streams, start_step=step, rows=rows,
+                                                   stop_step=max(self.stop_step, step + 1))
+            got, self._batches = next(self._prefetcher)
+            if got != step:
+                raise RuntimeError(f"the data stream produced step {got}, the loop asked for step {step}")
+            self._step = step
+        return self._batches
+
+    def close(self) -> None:
+        if self._prefetcher is not None:
+            self._prefetcher.close()
