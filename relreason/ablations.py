@@ -124,6 +124,15 @@ register_ablation("dat-relational-only", "Dual Attention Transformer vs relation
                   Variant("dat relational only", "dat", {"processor": {"n_heads_sa": 0, "n_heads_ra": 8}}))
 register_ablation("dat-sensory-only", "Dual Attention Transformer vs sensory heads only (8: a transformer)", _DAT,
                   Variant("dat sensory only", "dat", {"processor": {"n_heads_sa": 8, "n_heads_ra": 0}}))
+# TransNAR (Bounsi et al. 2024): the paper's comparison is TransNAR against the same text transformer trained
+# on the same CLRS-Text data; it reports TransNAR better on most algorithms in and out of distribution, mostly by
+# getting the output's shape right, but not on binary_search, find_maximum_subarray, minimum and quickselect.
+# Both need the frozen NAR: --set model.nar=runs/NAME. Cells keep per-size shape/parse/CLRS in `per_task`.
+_TRANSNAR = Variant("transnar", "transnar")
+register_ablation("transnar-vs-text", "TransNAR vs the same text transformer without the NAR (same data and budget)",
+                  _TRANSNAR, Variant("text transformer", "transnar", {"model": {"use_nar": False}}))
+register_ablation("transnar-nodes-only", "TransNAR cross-attending to NAR nodes and edges vs to nodes only",
+                  _TRANSNAR, Variant("transnar nodes only", "transnar", {"model": {"nodes_only": True}}))
 
 
 # -- running -------------------------------------------------------------------------------------
@@ -190,15 +199,22 @@ def cell_state(cell: Cell) -> str:
 
 def run_ablation(name: str, tasks: list[str], seeds: int, recipe: str | None = None, out: Path = Path("ablations"),
                  sets: list[str] | None = None, show_progress: bool = True, log: Callable[[str], None] = print,
-                 rerun_stale: bool = False) -> dict:
-    """Runs (or reads back) every cell; returns {"ablation", "variants", "tasks", "cells", "paper"}."""
-    from relreason.runtime import progress
-    from relreason.train import run
+                 rerun_stale: bool = False, jobs: int = 1, shard: tuple[int, int] | None = None) -> dict:
+    """Trains the cells that have no results yet and reads back every finished one; returns {"ablation",
+    "variants", "tasks", "cells" (the finished ones), "missing" (labels of cells without results),
+    "planned", "paper", ...}.
 
+    `jobs`: cells train in that many worker processes (torch threads divided between them unless
+    train.threads is set). `shard` (i, k): this call trains only the cells j with j % k == i - 1 (i is
+    1-based), so k machines (a SLURM array) can share one sweep directory. Either way a cell is claimed
+    with its run lock; a cell whose lock another process holds is being trained there and is skipped."""
     abl = ABLATIONS.get(name)
+    if jobs < 1:
+        raise RelreasonError(f"--jobs {jobs} must be at least 1", "e.g. --jobs 2")
     cells = plan_cells(name, tasks, seeds, recipe, out, sets)
-    states = {c.directory: cell_state(c) for c in cells}
-    stale = [c for c in cells if states[c.directory] == "stale"]
+    mine = shard_cells(cells, shard)
+    states = {c.directory: cell_state(c) for c in mine}
+    stale = [c for c in mine if states[c.directory] == "stale" and not _held(c)]
     if stale and not rerun_stale:
         raise RelreasonError(f"{len(stale)} cell(s) were computed under another configuration "
                              f"(e.g. {stale[0].run_dir}); their results would mix budgets or settings",
@@ -206,28 +222,167 @@ def run_ablation(name: str, tasks: list[str], seeds: int, recipe: str | None = N
     for c in stale:
         c.run_dir.rename(c.directory / f"run.stale-{time.strftime('%Y%m%d-%H%M%S')}-{c.seed}")
         states[c.directory] = "new"
-    todo = sum(1 for s in states.values() if s != "done")
-    collected = []
-    with progress(len(cells), f"ablate {name}", unit="cell", disable=not show_progress,
-                  initial=len(cells) - todo) as bar:
-        for c in cells:
-            if states[c.directory] != "done":
-                resume = states[c.directory] == "partial"
-                log(f"{name}: {c.variant.label} / {c.task} / seed {c.seed}" + (" (resuming)" if resume else ""))
-                res = run(c.config, out=c.directory, name="run", resume=resume, show_progress=show_progress)
-                if res.interrupted:
-                    raise KeyboardInterrupt
-                bar.update(1)
-            data = json.loads((c.run_dir / "results.json").read_text())
-            collected.append({"variant": c.variant.label, "task": c.task, "seed": c.seed,
-                              "score": data["test"]["score"], "best_val": data["best_val"],
-                              "examples": data["examples"], "recipe": data.get("recipe")})
+    todo = [c for c in mine if states[c.directory] not in ("done", "stale")]
+    if jobs == 1:
+        _train_here(name, todo, len(mine), show_progress, log)
+    else:
+        _train_in_workers(name, todo, len(mine), jobs, show_progress, log)
+    collected, missing = [], []
+    for c in cells:  # the whole sweep: other shards' cells too
+        if cell_state(c) != "done":
+            missing.append(cell_label(c))
+            continue
+        data = json.loads((c.run_dir / "results.json").read_text())
+        collected.append({"variant": c.variant.label, "task": c.task, "seed": c.seed,
+                          "score": data["test"]["score"], "best_val": data["best_val"],
+                          "examples": data["examples"], "recipe": data.get("recipe"),
+                          "per_task": data.get("per_task") or {}})
     first = cells[0].config
     return {"ablation": name, "description": abl.description, "variants": [v.label for v in abl.variants],
-            "tasks": tasks, "seeds": seeds, "cells": collected, "recipe": first.recipe,
-            "train_examples": first.train.train_examples,
+            "tasks": tasks, "seeds": seeds, "cells": collected, "missing": missing, "planned": len(cells),
+            "recipe": first.recipe, "train_examples": first.train.train_examples,
             "paper": [{"variant": p.variant, "value": p.value, "source": p.source} for p in abl.paper],
             "paper_line": abl.paper_line(), "lower_is_better": _lower_is_better(tasks)}
+
+
+def shard_cells(cells: list[Cell], shard: tuple[int, int] | None) -> list[Cell]:
+    """The cells of shard (i, k), i in 1..k: every k-th cell starting at the i-th (index % k == i - 1)."""
+    if shard is None:
+        return list(cells)
+    i, k = shard
+    if k < 1 or not 1 <= i <= k:
+        raise RelreasonError(f"--shard {i}/{k}: the shard number must be in 1..{k}",
+                             "e.g. --shard 1/4 ... --shard 4/4 (a SLURM array: --array=1-4 and "
+                             "--shard $SLURM_ARRAY_TASK_ID/4)")
+    return [c for j, c in enumerate(cells) if j % k == i - 1]
+
+
+def cell_label(c: Cell) -> str:
+    return f"{c.variant.label} / {c.task} / seed {c.seed}"
+
+
+def _held(c: Cell) -> bool:
+    from relreason.runtime import lock_holder
+
+    return lock_holder(c.run_dir) is not None
+
+
+def train_cell(cell: Cell, show_progress: bool = False, log: Callable[[str], None] = print) -> str:
+    """Claims a cell with its run lock and trains it (resuming a checkpoint under the same config).
+    Returns "trained", "interrupted", "held" (another process trains it: left alone), "done" (another
+    process finished it meanwhile) or "stale" (its directory holds another configuration's run)."""
+    from relreason.runtime import RunLock
+    from relreason.train import run
+
+    lock = RunLock(cell.run_dir)
+    try:
+        lock.acquire()
+    except RelreasonError:
+        if _held(cell):
+            return "held"
+        raise
+    try:
+        state = cell_state(cell)  # again under the lock: the cell may have changed since it was planned
+        if state in ("done", "stale"):
+            return state
+        res = run(cell.config, out=cell.directory, name="run", resume=state == "partial", show_progress=show_progress,
+                  log=log, lock=lock)
+        return "interrupted" if res.interrupted else "trained"
+    finally:
+        lock.release()
+
+
+def _train_here(name: str, todo: list[Cell], total: int, show_progress: bool, log: Callable[[str], None]) -> None:
+    from relreason.runtime import progress
+
+    with progress(total, f"ablate {name}", unit="cell", disable=not show_progress, initial=total - len(todo)) as bar:
+        for c in todo:
+            resume = cell_state(c) == "partial"
+            log(f"{name}: {cell_label(c)}" + (" (resuming)" if resume else ""))
+            status = train_cell(c, show_progress, log)
+            if status == "interrupted":
+                raise KeyboardInterrupt
+            if status in ("held", "stale"):
+                log(f"{name}: {cell_label(c)}: " + ("another process trains it; skipped" if status == "held"
+                                                     else "its directory holds another configuration; skipped"))
+            else:
+                bar.update(1)
+
+
+def _train_in_workers(name: str, todo: list[Cell], total: int, jobs: int, show_progress: bool,
+                      log: Callable[[str], None]) -> None:
+    """Trains `todo` in `jobs` worker processes, at most `jobs` cells at a time (so the running ones are
+    exactly those submitted), with one progress display: cells done / total and the running cells."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    from relreason.runtime import bars_enabled, progress
+    from relreason.train.distributed import available_cores
+
+    jobs = min(jobs, max(1, len(todo)))
+    threads = max(1, available_cores() // jobs)
+    done = total - len(todo)
+    queue, running, failure, interrupted = list(todo), {}, None, False
+    bar = progress(total, f"ablate {name} ({jobs} jobs)", unit="cell", disable=not show_progress, initial=done)
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
+                               initargs=(threads,))
+    try:
+        while (queue or running) and not interrupted:
+            while queue and len(running) < jobs and failure is None:
+                c = queue.pop(0)
+                running[pool.submit(_worker_cell, c)] = c
+                log(f"{name}: started {cell_label(c)} ({len(running)} running)")
+            if not running:
+                break
+            bar.set_postfix_str("running: " + "; ".join(cell_label(c) for c in running.values()), refresh=True)
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                c = running.pop(fut)
+                try:
+                    status = fut.result()
+                except Exception as e:  # noqa: BLE001 - re-raised once the running cells are done
+                    failure = failure or e
+                    continue
+                interrupted = interrupted or status == "interrupted"
+                finished_now = status in ("trained", "done")
+                done += finished_now
+                bar.update(finished_now)
+                what = {"trained": "done", "done": "done (by another process)", "interrupted": "interrupted",
+                        "held": "skipped: another process trains it",
+                        "stale": "skipped: its directory holds another configuration"}[status]
+                if not bars_enabled() or status != "trained":
+                    log(f"{name}: {what}: {cell_label(c)} ({done}/{total} cells)")
+    except KeyboardInterrupt:
+        interrupted = True
+        log(f"{name}: interrupted; the running cells save a checkpoint and stop")
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        bar.close()
+    if failure is not None:
+        raise failure
+    if interrupted:
+        raise KeyboardInterrupt
+
+
+def _worker_start(threads: int) -> None:
+    """A worker ignores Ctrl-C between cells (the parent handles it); `threads` torch threads."""
+    import signal
+
+    import torch
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    torch.set_num_threads(threads)
+
+
+def _worker_cell(cell: Cell) -> str:
+    """One cell in a worker: Ctrl-C now stops the run after its step, with a checkpoint (train.run)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return train_cell(cell, show_progress=False, log=lambda m: None)
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _lower_is_better(tasks: list[str]) -> bool:
@@ -245,28 +400,39 @@ def _mean_std(xs: list[float]) -> tuple[float, float]:
 def aggregate(result: dict, percent: bool = True) -> tuple[list[dict], list[str]]:
     """Paper-style rows: per task mean ± std per variant, an `average` row, `diff` columns (each later
     variant minus the first, on the means) and, when the paper published figures, a `paper` row.
-    Scores in percent when `percent` (CLRS scores; relative losses are kept as they are)."""
+    Scores in percent when `percent` (CLRS scores; relative losses are kept as they are).
+
+    A partial sweep (cells still missing) shows "-" where a (task, variant) has no cell, "(k/n seeds)"
+    beside means over fewer seeds than planned, and averages only for variants with every task."""
     scale = 100.0 if percent and not result.get("lower_is_better") else 1.0
-    variants, tasks = result["variants"], result["tasks"]
+    variants, tasks, seeds = result["variants"], result["tasks"], result.get("seeds")
     by: dict[tuple[str, str], list[float]] = {}
     for c in result["cells"]:
         by.setdefault((c["task"], c["variant"]), []).append(c["score"] * scale)
     columns = ["task"] + variants + [f"diff ({v})" for v in variants[1:]]
-    rows, means = [], {v: [] for v in variants}
+    rows, means = [], {v: {} for v in variants}  # variant -> task -> mean
     for task in tasks:
         row = {"task": task}
         for v in variants:
-            m, s = _mean_std(by[(task, v)])
-            means[v].append(m)
-            row[v] = f"{m:.2f} ± {s:.2f}"
+            xs = by.get((task, v), [])
+            if not xs:
+                row[v] = "-"
+                continue
+            m, s = _mean_std(xs)
+            means[v][task] = m
+            row[v] = f"{m:.2f} ± {s:.2f}" + (f" ({len(xs)}/{seeds} seeds)" if seeds and len(xs) < seeds else "")
         for v in variants[1:]:
-            row[f"diff ({v})"] = f"{means[v][-1] - means[variants[0]][-1]:+.2f}"
+            both = task in means[v] and task in means[variants[0]]
+            row[f"diff ({v})"] = f"{means[v][task] - means[variants[0]][task]:+.2f}" if both else "-"
         rows.append(row)
+    complete = {v for v in variants if len(means[v]) == len(tasks)}
     avg = {"task": "average (ours)"}
     for v in variants:
-        avg[v] = f"{sum(means[v]) / len(means[v]):.2f}"
+        avg[v] = f"{sum(means[v].values()) / len(tasks):.2f}" if v in complete else "-"
     for v in variants[1:]:
-        avg[f"diff ({v})"] = f"{(sum(means[v]) - sum(means[variants[0]])) / len(tasks):+.2f}"
+        both = v in complete and variants[0] in complete
+        avg[f"diff ({v})"] = (f"{(sum(means[v].values()) - sum(means[variants[0]].values())) / len(tasks):+.2f}"
+                              if both else "-")
     rows.append(avg)
     paper = {p["variant"]: p["value"] for p in result.get("paper", [])}
     if paper:

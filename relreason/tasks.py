@@ -95,19 +95,25 @@ for _name in ALGORITHMS.names():
 
 
 def _lobster_task(name: str, weighted: bool) -> Task:
-    from relreason.data.generate import dataset_path
+    from relreason.data.generate import dataset_path, terminate_as_interrupt
     from relreason.data.lobster import LOBSTER_SPEC, SPLITS, lobster_split
     from relreason.data.specs import spec_hash
-    from relreason.data.store import load_dataset, read_meta, save_dataset
+    from relreason.data.store import load_dataset, read_meta, save_dataset, write_dataset
 
     def write(split, size=None, num=None, seed=None, out_dir="data", force=False, on_chunk=None) -> Path:
         ds = lobster_split(name, weighted, split, size, num, seed)
         path = dataset_path(out_dir, name, ds.meta["split"])
         if path.exists() and not force:
             raise RelreasonError(f"{path} already exists", "pass --force to overwrite it")
-        save_dataset(path, ds)
-        if on_chunk is not None:
-            on_chunk(len(ds))
+
+        def chunks(step: int = 64):  # written chunk by chunk, so that a progress bar moves
+            for start in range(0, len(ds), step):
+                yield ds.take(slice(start, start + step))
+                if on_chunk is not None:
+                    on_chunk(min(step, len(ds) - start))
+
+        with terminate_as_interrupt():
+            write_dataset(path, chunks(), ds.meta)
         return path
 
     def load(split, data: LobsterDataConfig, size=None, num=None, seed=None) -> Dataset:

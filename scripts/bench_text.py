@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/bench_text.py                       # text transformer, text_cpu shape
     .venv/bin/python scripts/bench_text.py --model transnar      # TransNAR, next to the text transformer
+    .venv/bin/python scripts/bench_text.py --task text:bellman_ford --threads 1   # real CLRS-Text training steps
 
 Training: full steps (forward, answer-only loss, backward, AdamW) on random character sequences of
 --seq-len tokens whose second half is the answer, randomized positions drawn per step. Decoding:
@@ -16,6 +17,12 @@ FLOPs per token are counted with torch.utils.flop_counter.FlopCounterMode on one
 kernel is invisible to the counter); the full L x L attention matrices count, as in nanoGPT's MFU.
 The peak is measured on the spot: the best of several timed 2048^3 fp32 matmuls at the same thread
 count. mfu = flops_per_token x train_tokens_per_s / peak.
+
+--task TASK times instead the training steps of the text workload (relreason.train.text) on real
+CLRS-Text batches of the text_transformer recipe (mixed sizes, rows cut into chunks of similar length):
+data (drawing, running and rendering the examples) and the update, in CPU seconds of this process, and
+prints task_ms_per_example (what the recipes' cost comments quote), data_ms_per_example, chunks and
+padding (padded / real tokens).
 
 Prints `key=value` lines: params, flops_per_token, train_tokens_per_s, prefill_tokens_per_s,
 decode_tokens_per_s, mfu for the text transformer, the same keys prefixed `transnar_` with --model
@@ -124,10 +131,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--task", default=None, help="time real training steps of the text workload on this text: task")
+    p.add_argument("--hints", action="store_true", help="with --task: answers with the hint trace")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     keep_freed_memory()
+    if args.task is not None:
+        bench_task(args)
+        return
     torch.manual_seed(args.seed)
 
     text_cfg = TextTransformerConfig(**TEXT_SHAPES[args.shape])
@@ -159,6 +171,40 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{key}decode_tokens_per_s={statistics.median(c.decode_rates):.1f}")
         print(f"{key}mfu={flops[c.name] * train_tps / peak:.3f}")
     print(f"matmul_peak_gflops={peak / 1e9:.1f}")
+
+
+def bench_task(args) -> None:
+    """CPU time of the text workload's training steps on real batches (data and update apart)."""
+    from relreason.config import build_config
+    from relreason.train.text import TextWorkload
+
+    cfg = build_config("text_transformer", args.task, None, [f"data.hints={str(args.hints).lower()}",
+                                                             f"train.seed={args.seed}"])
+    wl = TextWorkload(cfg, torch.device("cpu"))
+    opt = torch.optim.Adam(wl.model.parameters(), lr=cfg.train.lr)
+    wl.step_batches(0)  # draws the training pool
+    data = update = 0.0
+    chunks = padded = real = 0
+    steps = args.steps * args.rounds
+    for step in range(1, steps + 1):
+        t0 = time.process_time()
+        part = wl.step_batches(step)[0]
+        t1 = time.process_time()
+        loss, _ = wl.loss(wl.model, part, step)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        data, update = data + t1 - t0, update + time.process_time() - t1
+        chunks += len(part.chunks)
+        padded += sum(c.pad_mask.numel() for c in part.chunks)
+        real += sum(int(c.pad_mask.sum()) for c in part.chunks)
+    examples = steps * cfg.train.batch_size
+    print(f"task={args.task} hints={args.hints} batch={cfg.train.batch_size} steps={steps} "
+          f"threads={torch.get_num_threads()}", file=sys.stderr)
+    print(f"task_ms_per_example={(data + update) / examples * 1000:.1f}")
+    print(f"data_ms_per_example={data / examples * 1000:.2f}")
+    print(f"chunks_per_step={chunks / steps:.1f}")
+    print(f"padding={padded / real:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,24 @@
-"""Training and evaluation throughput of one model on one task (a benchmark, not a test).
+"""Training and evaluation throughput, FLOPs and model FLOP utilisation of one model on one task
+(a benchmark, not a test).
 
-    .venv/bin/python scripts/bench_train.py --model mpnn --task bellman_ford --batch-size 32 --steps 20
+    .venv/bin/python scripts/bench_train.py --model mpnn --task bellman_ford --batch-size 32 --steps 20 --threads 1
 
 Generates a training set at --size nodes and an evaluation set at --eval-size nodes, warms up, then
 times full training steps (forward with hints, loss, backward, global-norm clipping, Adam) and
-evaluation forward passes (+ predictions). Prints `eval_examples_per_s=...` and, as its last line,
-`train_examples_per_s=...`, after `peak_rss_mb=...`. The model and processor sections come from the
-model's own recipe when it has one (`rt`: hidden 192, pointers from edges, 12 heads x 16; `et`: width
-64, 3 layers), otherwise from the defaults; --hidden overrides the width.
+evaluation forward passes (+ predictions, at the automatic evaluation batch size unless
+--eval-batch-size is given). The model and processor sections come from the model's own recipe
+when it has one (`rt`: hidden 192, pointers from edges, 12 heads x 16; `et`: width 64, 3 layers),
+otherwise from the defaults; --hidden overrides the width.
+
+FLOPs are counted by `torch.utils.flop_counter.FlopCounterMode` on the very batches that are timed
+(matmul-like operations only, forward + backward for training; elementwise work is not counted, as
+usual for MFU). The peak is the machine's fp32 matmul rate measured on the spot: the best of a few
+2048 x 2048 matmuls at the thread count used. MFU = counted FLOPs / time / peak. Two clocks: wall
+time, and process CPU time / threads (`*_cpu`), which is what to read on a shared machine: it does
+not count the time the process waits for a core (both the workload and the peak are measured so).
+
+Prints `peak_gflops=`, `flops_per_example=` (training) and `eval_flops_per_example=`,
+`eval_examples_per_s=`, `eval_mfu=`, `train_mfu=` and, as its last line, `train_examples_per_s=...`.
 """
 
 from __future__ import annotations
@@ -16,14 +27,56 @@ import argparse
 import resource
 import sys
 import time
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Callable
 
 import numpy as np
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
-from relreason.data import generate
 from relreason.config import build_config, recipe_names
+from relreason.data import generate
 from relreason.models import PROCESSORS, Batch, build_model, prepare_spec
 from relreason.runtime import keep_freed_memory
+from relreason.train.loop import clip_grad_norm
+
+PEAK_SIZE = 2048  # square fp32 matmul of the peak measurement (large enough for MKL's best kernel)
+PEAK_TRIES = 5
+
+
+@dataclass
+class Timing:
+    wall: float  # seconds
+    cpu: float  # process CPU seconds / threads: the time on cores actually held
+
+    def rate(self, work: float) -> tuple[float, float]:
+        return work / self.wall, work / self.cpu
+
+
+def timed(fn: Callable[[], object]) -> Timing:
+    threads = torch.get_num_threads()
+    w, c = time.perf_counter(), time.process_time()
+    fn()
+    return Timing(time.perf_counter() - w, (time.process_time() - c) / threads)
+
+
+def matmul_peak(size: int = PEAK_SIZE, tries: int = PEAK_TRIES) -> tuple[float, float]:
+    """(wall, cpu) fp32 matmul FLOP/s at the current thread count: the best of `tries` square matmuls."""
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    torch.mm(a, b)
+    best = [0.0, 0.0]
+    for _ in range(tries):
+        rates = timed(lambda: torch.mm(a, b)).rate(2.0 * size ** 3)
+        best = [max(x, y) for x, y in zip(best, rates)]
+    return best[0], best[1]
+
+
+def count_flops(fn: Callable[[], object]) -> int:
+    """Matmul-like FLOPs of everything `fn` runs (forward and, if it calls it, backward)."""
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return counter.get_total_flops()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -34,11 +87,17 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--hidden", type=int, default=None, help="model.hidden (default: the model's recipe / defaults)")
     p.add_argument("--recipe", default=None,
                    help="recipe whose model/processor sections to use (default: the model's own recipe, if any)")
+    p.add_argument("--set", dest="overrides", action="append", default=[],
+                   help="extra config override, e.g. --set processor.layers=2 (repeatable)")
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--size", type=int, default=16)
     p.add_argument("--eval-size", type=int, default=64)
-    p.add_argument("--eval-batches", type=int, default=2)
+    p.add_argument("--eval-num", type=int, default=None,
+                   help="evaluation samples (default: two evaluation batches)")
+    p.add_argument("--eval-batch-size", type=int, default=None,
+                   help="evaluation batch (default: the automatic size of relreason.train.workloads._pick_batch)")
+    p.add_argument("--no-eval", action="store_true", help="time training only")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     p.add_argument("--default-malloc", action="store_true", help="leave glibc's allocator settings alone")
@@ -49,11 +108,11 @@ def main(argv: list[str] | None = None) -> None:
 
     torch.manual_seed(args.seed)
     recipe = args.recipe or (args.model if args.model in recipe_names() else None)
-    full = build_config(args.model, args.task, recipe, [f"model.hidden={args.hidden}"] if args.hidden else [])
+    sets = ([f"model.hidden={args.hidden}"] if args.hidden else []) + args.overrides
+    full = build_config(args.model, args.task, recipe, sets)
     cfg = full.model
     bs = args.batch_size
     train_ds = generate(args.task, num=bs * (args.steps + args.warmup), size=args.size, seed=1)
-    eval_ds = generate(args.task, num=bs * args.eval_batches, size=args.eval_size, seed=3)
     spec = prepare_spec(train_ds.spec, cfg, args.task)
     net = build_model(spec, cfg, args.model, full.processor)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3, foreach=True)
@@ -61,39 +120,66 @@ def main(argv: list[str] | None = None) -> None:
     gen = torch.Generator().manual_seed(args.seed)
     batches = [Batch.from_dataset(train_ds.take(np.arange(i * bs, (i + 1) * bs)), cfg, spec, "cpu", generator=rng)
                for i in range(args.steps + args.warmup)]
-    eval_batches = [Batch.from_dataset(eval_ds.take(np.arange(i * bs, (i + 1) * bs)), cfg, spec, "cpu")
-                    for i in range(args.eval_batches)]
+    timed_batches = batches[args.warmup:]
 
-    def train_step(batch: Batch) -> None:
+    def forward_backward(batch: Batch) -> None:
         out = net(batch, train=True, generator=gen)
         loss, _ = net.loss(batch, out)
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0, foreach=True)
+
+    def train_step(batch: Batch) -> None:
+        forward_backward(batch)
+        clip_grad_norm(net, 1.0)
         opt.step()
 
+    peak_wall, peak_cpu = matmul_peak()
     net.train()
     for b in batches[: args.warmup]:
         train_step(b)
-    t0 = time.perf_counter()
-    for b in batches[args.warmup:]:
-        train_step(b)
-    train_time = time.perf_counter() - t0
+    train_t = timed(lambda: [train_step(b) for b in timed_batches])
+    train_flops = sum(count_flops(lambda: forward_backward(b)) for b in timed_batches)
+    opt.zero_grad(set_to_none=True)
+    train_examples = bs * args.steps
 
-    net.eval()
-    with torch.no_grad():
-        net.predict(net(eval_batches[0], train=False))  # warm-up at the evaluation size
-        t0 = time.perf_counter()
-        for b in eval_batches:
-            net.predict(net(b, train=False))
-        eval_time = time.perf_counter() - t0
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    threads = torch.get_num_threads()
     print(f"model={args.model} recipe={recipe} task={args.task} hidden={cfg.hidden} batch={bs} n={args.size} "
-          f"threads={torch.get_num_threads()} malloc_tuned={tuned} mean_T={np.mean([b.max_length for b in batches]):.1f}", file=sys.stderr)
+          f"threads={threads} malloc_tuned={tuned} mean_T={np.mean([b.max_length for b in timed_batches]):.1f}",
+          file=sys.stderr)
+    print(f"peak_gflops={peak_wall / 1e9:.1f} (cpu {peak_cpu / 1e9:.1f}; fp32 {PEAK_SIZE}^2 matmul, "
+          f"{threads} threads)")
+    print(f"flops_per_example={train_flops / train_examples / 1e9:.3f} GFLOP (training: forward + backward)")
+
+    if not args.no_eval:
+        from relreason.train.workloads import _pick_batch
+
+        ebs = _pick_batch(args.eval_batch_size, None, net, SimpleNamespace(n=args.eval_size))
+        eval_num = args.eval_num or 2 * ebs
+        eval_ds = generate(args.task, num=eval_num, size=args.eval_size, seed=3)
+        eval_batches = [Batch.from_dataset(eval_ds.take(slice(i, i + ebs)), cfg, spec, "cpu")
+                        for i in range(0, eval_num, ebs)]
+
+        def evaluate(batch: Batch) -> None:
+            net.predict(net(batch, train=False))
+
+        net.eval()
+        with torch.no_grad():
+            evaluate(eval_batches[0])  # warm-up at the evaluation size
+            eval_t = timed(lambda: [evaluate(b) for b in eval_batches])
+            eval_flops = sum(count_flops(lambda: evaluate(b)) for b in eval_batches)
+        ew, ec = eval_t.rate(eval_flops)
+        print(f"eval_flops_per_example={eval_flops / eval_num / 1e9:.3f} GFLOP (n={args.eval_size}, "
+              f"batch {ebs}, {eval_num} samples)")
+        print(f"eval_gflops={ew / 1e9:.1f} (cpu {ec / 1e9:.1f})")
+        print(f"eval_mfu={ew / peak_wall:.2f} (cpu {ec / peak_cpu:.2f})")
+        print(f"eval_examples_per_s={eval_num / eval_t.wall:.1f} (cpu {eval_num / eval_t.cpu:.1f})")
+
+    tw, tc = train_t.rate(train_flops)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak_rss_mb={peak:.0f}")
-    print(f"eval_examples_per_s={bs * args.eval_batches / eval_time:.1f}")
-    print(f"train_examples_per_s={bs * args.steps / train_time:.1f}")
+    print(f"train_gflops={tw / 1e9:.1f} (cpu {tc / 1e9:.1f})")
+    print(f"train_mfu={tw / peak_wall:.2f} (cpu {tc / peak_cpu:.2f})")
+    print(f"train_examples_per_s={train_examples / train_t.wall:.1f} (cpu {train_examples / train_t.cpu:.1f})")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,13 @@ def tiny(tmp_path) -> list[str]:
             "data.test_num=2", f"data.data_dir={tmp_path / 'data'}"]
 
 
-@pytest.mark.parametrize("name", ABLATIONS.names())
+def _family(name: str) -> str:
+    from relreason.models.catalog import find_model
+
+    return find_model(ABLATIONS.get(name).variants[0].model)[0].value
+
+
+@pytest.mark.parametrize("name", [n for n in ABLATIONS.names() if _family(n) == "nar"])  # text: tests/train/test_text.py
 def test_every_ablation_runs_one_step_per_variant(tmp_path, name):
     result = run_ablation(name, ["bellman_ford"], 1, None, tmp_path / "abl", tiny(tmp_path), show_progress=False,
                           log=lambda m: None)
@@ -84,3 +90,61 @@ def test_table_shows_the_papers_figures():
                         "diff (rt without edge updates)": "-27.31"}
     line = ABLATIONS.get("no-edge-updates").paper_line()
     assert "Table 17" in line and "81.30" in line and "53.99" in line
+
+
+def _cli_args(tmp_path, out="abl", *extra) -> list[str]:
+    sets = [x for s in tiny(tmp_path) for x in ("--set", s)]
+    return ["ablate", "et-untied", "--tasks", "bellman_ford", "--seeds", "2", "--out", str(tmp_path / out), *sets,
+            *extra]
+
+
+def _stamps(tmp_path, out="abl") -> dict[str, int]:
+    return {str(p): p.stat().st_mtime_ns for p in (tmp_path / out / "et-untied").glob("*/*/seed*/run/results.json")}
+
+
+@pytest.mark.slow
+def test_jobs_train_the_cells_in_worker_processes(tmp_path):
+    par = runner.invoke(app, _cli_args(tmp_path, "abl", "--jobs", "2", "--json"))
+    assert par.exit_code == 0, par.output
+    cells = json.loads(par.stdout)["cells"]
+    assert len(cells) == 4 and not json.loads(par.stdout)["missing"]
+    assert (tmp_path / "abl" / "et-untied" / "results.md").is_file()
+    stamps = _stamps(tmp_path)
+    again = runner.invoke(app, _cli_args(tmp_path, "abl", "--json"))  # one process reads every cell back
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["cells"] == cells and _stamps(tmp_path) == stamps
+
+
+def test_shards_share_one_sweep_and_the_last_one_writes_the_tables(tmp_path):
+    first = runner.invoke(app, _cli_args(tmp_path, "abl", "--shard", "1/2"))
+    assert first.exit_code == 0, first.output
+    assert "2 of 4 cells have no results yet" in first.output and "seed 1" in first.output
+    base = tmp_path / "abl" / "et-untied"
+    assert len(_stamps(tmp_path)) == 2 and not (base / "results.md").exists()  # cells 0 and 2: the seed-0 ones
+    partial = runner.invoke(app, _cli_args(tmp_path, "abl", "--shard", "1/2", "--partial"))
+    assert partial.exit_code == 0 and "PARTIAL: 2 of 4 cells" in partial.output
+    assert "(1/2 seeds)" in (base / "results.partial.md").read_text()
+    last = runner.invoke(app, _cli_args(tmp_path, "abl", "--shard", "2/2", "--json"))
+    assert last.exit_code == 0, last.output
+    assert len(json.loads(last.stdout)["cells"]) == 4 and not json.loads(last.stdout)["missing"]
+    assert (base / "results.md").is_file() and not (base / "results.partial.md").exists()
+    assert len(_stamps(tmp_path)) == 4
+
+
+def test_a_cell_another_process_trains_is_skipped_not_waited_for(tmp_path):
+    from relreason.runtime import RunLock
+
+    cells = plan_cells("et-untied", ["bellman_ford"], 2, None, tmp_path / "abl", tiny(tmp_path))
+    with RunLock(cells[1].run_dir):  # as if another worker or machine were training it
+        result = run_ablation("et-untied", ["bellman_ford"], 2, None, tmp_path / "abl", tiny(tmp_path),
+                              show_progress=False, log=lambda m: None)
+    assert result["missing"] == ["et / bellman_ford / seed 1"] and len(result["cells"]) == 3
+    rows, _ = aggregate(result)  # a partial table marks what it lacks
+    assert rows[0]["et"].endswith("(1/2 seeds)") and rows[0]["et untied"].count("±") == 1
+
+
+@pytest.mark.parametrize("shard, message", [("0/2", "must be in 1..2"), ("3/2", "must be in 1..2"),
+                                            ("1-2", "is not I/K"), ("a/b", "is not I/K")])
+def test_bad_shards_are_refused(tmp_path, shard, message):
+    res = runner.invoke(app, _cli_args(tmp_path, "abl", "--shard", shard))
+    assert res.exit_code == 1 and message in res.output

@@ -1,16 +1,25 @@
-"""`relreason ablate`: a named ablation over tasks and seeds, as a paper-style table."""
+"""`relreason ablate`: a named ablation over tasks and seeds, as a paper-style table.
+
+Cells may train in parallel (`--jobs N` local worker processes) and on several machines sharing the
+output directory (`--shard I/K` on each); the tables are written once every cell has results (by
+the last shard to finish, or by any later `ablate` call), partial ones only with `--partial`.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 from rich.markup import escape
 
 from relreason.cli.common import JsonOpt, err, out, report_errors
 from relreason.cli.train import RecipeOpt, SetOpt
+from relreason.errors import RelreasonError
+
+MISSING_SHOWN = 10  # missing cells named in the message (the rest are counted)
 
 
 @report_errors
@@ -23,6 +32,13 @@ def ablate_cmd(
     out_dir: Annotated[Path, typer.Option("--out", help="Where cells and tables are written.")] = Path("ablations"),
     rerun_stale: Annotated[bool, typer.Option("--rerun-stale", help="Move cells computed under another "
                                               "configuration aside and train them again.")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", help="Train this many cells at once, in worker processes "
+                                      "(torch threads: cores / jobs unless train.threads is set).")] = 1,
+    shard: Annotated[Optional[str], typer.Option("--shard", help="I/K: train only cells I, I+K, I+2K, ... "
+                                                 "(1-based, cell index % K == I-1), for K machines sharing --out.",
+                                                 show_default="every cell")] = None,
+    partial: Annotated[bool, typer.Option("--partial", help="While cells are missing, still write the tables "
+                                          "(as results.partial.*).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a named ablation: every variant x task x seed, resumable; prints mean ± std per task
@@ -31,7 +47,9 @@ def ablate_cmd(
     Examples:\n
       relreason ablate no-edge-updates --recipe quick --tasks bellman_ford --seeds 2\n
       relreason ablate single-layer --tasks core8 --seeds 3\n
-      relreason ablate dat-symbols --tasks sorting --recipe quick --json
+      relreason ablate dat-symbols --tasks sorting --recipe quick --json\n
+      relreason ablate single-layer --tasks core8 --seeds 3 --jobs 2\n
+      relreason ablate single-layer --tasks core8 --seeds 3 --shard $SLURM_ARRAY_TASK_ID/8
     """
     from relreason.ablations import ABLATIONS, aggregate, run_ablation
     from relreason.data.store import atomic_path
@@ -39,22 +57,52 @@ def ablate_cmd(
     from relreason.tasks import expand_tasks
 
     abl = ABLATIONS.get(name)
+    if int(os.environ.get("WORLD_SIZE") or 1) > 1:
+        raise RelreasonError("ablate starts its own processes; it does not run under torchrun",
+                             "run it directly, with --jobs N (one machine) or --shard I/K (several)")
     task_list = expand_tasks(tasks)
     result = run_ablation(name, task_list, seeds, recipe, out_dir, sets, rerun_stale=rerun_stale,
-                          log=lambda m: err.print(escape(m), highlight=False))
-    rows, columns = aggregate(result)
+                          log=lambda m: err.print(escape(m), highlight=False), jobs=jobs,
+                          shard=parse_shard(shard) if shard is not None else None)
     base = Path(out_dir) / name
+    missing = result["missing"]
+    if missing:
+        shown = "; ".join(missing[:MISSING_SHOWN]) + (f"; ... ({len(missing) - MISSING_SHOWN} more)"
+                                                       if len(missing) > MISSING_SHOWN else "")
+        err.print(escape(f"{len(missing)} of {result['planned']} cells have no results yet: {shown}"), highlight=False)
+        if not partial:
+            err.print("the tables are written when every cell has results: run the same command again once the "
+                      "other shards or workers are done (it trains nothing then), or pass --partial", highlight=False)
+            if as_json:
+                out.print_json(json.dumps(result))
+            return
+    rows, columns = aggregate(result)
+    stem = "results.partial" if missing else "results"
     for fmt, ext in (("json", "json"), ("csv", "csv"), ("md", "md")):
         body = json.dumps({**result, "table": rows}, indent=2) if fmt == "json" else render(rows, columns, fmt)
-        with atomic_path(base / f"results.{ext}") as tmp:
+        with atomic_path(base / f"{stem}.{ext}") as tmp:
             tmp.write_text(body)
+        if not missing:
+            (base / f"results.partial.{ext}").unlink(missing_ok=True)  # superseded by the complete tables
     if as_json:
         out.print_json(json.dumps({**result, "table": rows}))
         return
     unit = "relative loss, lower is better" if result["lower_is_better"] else "test score %, higher is better"
     title = (f"{abl.name}: {abl.description} ({unit}; mean ± std over {seeds} seed{'s' * (seeds > 1)}; "
              f"recipe {result['recipe']}, {result['train_examples']:,} training examples per run)")
+    if missing:
+        title += f" — PARTIAL: {len(result['cells'])} of {result['planned']} cells"
     out.print(rich_table(rows, columns, title))
     if result["paper_line"]:
         out.print(escape(result["paper_line"]), highlight=False)
-    err.print(escape(f"tables: {base}/results.{{md,csv,json}}"), highlight=False)
+    err.print(escape(f"tables: {base}/{stem}.{{md,csv,json}}"), highlight=False)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """"I/K" -> (I, K) (the range is checked by relreason.ablations.shard_cells)."""
+    i, sep, k = text.partition("/")
+    try:
+        return int(i), int(k) if sep else int("")
+    except ValueError:
+        raise RelreasonError(f"--shard {text!r} is not I/K", "e.g. --shard 1/4 ... --shard 4/4 (a SLURM array: "
+                             "--array=1-4 and --shard $SLURM_ARRAY_TASK_ID/4)") from None

@@ -10,10 +10,10 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from relreason.cli.common import ForceOpt, JsonOpt, SeedOpt, err, out, progress, report_errors
+from relreason.cli.common import ForceOpt, JsonOpt, err, out, progress, report_errors
 from relreason.data.algorithms import ALGORITHMS
 from relreason.data.generate import resolve_split
-from relreason.data.specs import CANONICAL_SPLITS, Stage
+from relreason.data.specs import Stage
 from relreason.data.store import load_dataset
 from relreason.data.text import DEFAULT_PRESET, TEXT_PRESETS, resolve_text_split, write_text_split
 from relreason.errors import RelreasonError
@@ -25,7 +25,14 @@ def generate_file(task: str, split: str | None, size: int | None, num: int | Non
     from relreason.tasks import TASKS
 
     t = TASKS.get(task)
-    total = resolve_split(task, split, size, num, seed)["num"] if task in ALGORITHMS else num
+    if task in ALGORITHMS:
+        total = resolve_split(task, split, size, num, seed)["num"]
+    elif t.kind == "lobster":
+        from relreason.data.lobster import SPLITS
+
+        total = num if num is not None else SPLITS.get(split or "test", (None, None))[1]
+    else:
+        total = num
     with progress(total, f"{task} {split or 'custom'}", unit="sample") as bar:
         return t.write(split, size, num, seed, out_dir, force, on_chunk=bar.update)
 
@@ -47,16 +54,21 @@ def generate_text_file(algorithm: str, text: bool, split: str | None, size: int 
 def generate_cmd(
     algorithm: Annotated[str, typer.Argument(help="Algorithm or task name (see `relreason list tasks`).")],
     split: Annotated[Optional[str], typer.Option("--split", help="Canonical split: train, val or test "
-                                                 "(with --text: a split of --preset).")] = None,
-    size: Annotated[Optional[int], typer.Option("--size", help="Number of nodes (overrides the split's).")] = None,
-    num: Annotated[Optional[int], typer.Option("--num", help="Number of samples (overrides the split's).")] = None,
-    seed: SeedOpt = None,
+                                                 "(with --text: a split of --preset).",
+                                                 show_default="train, or a custom split when --size, --num and "
+                                                              "--seed are given")] = None,
+    size: Annotated[Optional[int], typer.Option("--size", help="Number of nodes (overrides the split's).",
+                                                show_default="the split's")] = None,
+    num: Annotated[Optional[int], typer.Option("--num", help="Number of samples (overrides the split's).",
+                                               show_default="the split's")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Random seed (overrides the split's).",
+                                                show_default="the split's")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Output directory.")] = Path("data"),
     force: ForceOpt = False,
     text: Annotated[bool, typer.Option("--text", help="CLRS-Text JSONL (question/answer) instead of arrays.")] = False,
     hints: Annotated[bool, typer.Option("--hints", help="Text with the hint trace (with --text).")] = False,
     sizes: Annotated[Optional[str], typer.Option("--sizes", help="Text sizes, e.g. 4-8,12 (with --text).",
-                                                 show_default=False)] = None,
+                                                 show_default="the preset's")] = None,
     preset: Annotated[Optional[str], typer.Option("--preset", help=f"Text split preset: {', '.join(TEXT_PRESETS)} "
                                                   f"(with --text; default {DEFAULT_PRESET}).",
                                                   show_default=False)] = None,
@@ -83,7 +95,8 @@ def generate_cmd(
 
 @report_errors
 def show_cmd(
-    file: Annotated[Path, typer.Argument(help="A dataset file written by `relreason generate`.")],
+    file: Annotated[Path, typer.Argument(help="A dataset file written by `relreason generate`.",
+                                         readable=False)],  # checked by the reader, which says what is wrong
     index: Annotated[int, typer.Option("--index", help="Which example to print.")] = 0,
     as_json: JsonOpt = False,
 ) -> None:
@@ -134,18 +147,4 @@ def _indent(x: np.ndarray) -> str:
     return "\n".join("    " + line for line in np.array2string(np.asarray(x)).splitlines())
 
 
-def list_algorithms_table() -> Table:
-    from relreason.data.specs import ALGORITHM_INFO, canonical_split
-
-    t = Table(title="algorithms")
-    for col in ("name", "class", "inputs", "outputs", "hints", "train / val / test (n, samples)"):
-        t.add_column(col, no_wrap=col == "name")
-    for name in ALGORITHMS.names():
-        info = ALGORITHM_INFO[name]
-        feats = lambda s: ", ".join(f.name for f in info.features(s))  # noqa: E731
-        sizes = " / ".join(f"{c.size}, {c.num}" for c in (canonical_split(name, s) for s in CANONICAL_SPLITS))
-        t.add_row(name, info.klass, feats(Stage.INPUT), feats(Stage.OUTPUT), feats(Stage.HINT), sizes)
-    return t
-
-
-__all__ = ["generate_cmd", "show_cmd", "generate_file", "list_algorithms_table", "err"]
+__all__ = ["generate_cmd", "show_cmd", "generate_file", "err"]

@@ -1,22 +1,33 @@
-"""The `relreason` command: one Typer app, one module per group of commands."""
+"""The `relreason` command: one Typer app, one module per group of commands.
+
+`main()` is the console script (and `python -m relreason`). It runs the app outside Click's
+standalone mode so that command-line mistakes (unknown command or option, missing argument, a
+value of the wrong type) print the same one-line `Error:` / `Hint:` as every other error, with exit
+code 2 (relreason.cli.common lists the exit codes).
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+import itertools
+import json
+import re
+import sys
+from typing import Annotated, Callable
 
 import typer
 from rich.table import Table
 
+from relreason import __version__
 from relreason.cli import ablate, data, runs, train
-from relreason.cli.common import out, report_errors
+from relreason.cli.common import EXIT_ERROR, EXIT_USAGE, JsonOpt, out, print_error, report_errors
 from relreason.errors import RelreasonError
 
 app = typer.Typer(
     name="relreason",
     help="Train and evaluate neural algorithmic reasoners on faithful CLRS-30 data.",
-    no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every command
 )
 
 app.command("generate")(data.generate_cmd)
@@ -29,80 +40,176 @@ app.command("runs")(runs.runs_cmd)
 app.command("compare")(runs.compare_cmd)
 app.command("plot")(runs.plot_cmd)
 
-def _models() -> Table:
+
+@app.callback(invoke_without_command=True)
+def root(
+    ctx: typer.Context,
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", is_eager=True)] = False,
+) -> None:
+    """Train and evaluate neural algorithmic reasoners on faithful CLRS-30 data."""
+    if version:
+        out.print(f"relreason {__version__}", highlight=False)
+        raise typer.Exit(0)
+    if ctx.invoked_subcommand is None:  # bare `relreason`: the overview, not an error
+        text = ctx.get_help()  # rich help prints itself and returns ""; plain help returns the text
+        if text:
+            out.print(text, highlight=False, markup=False)
+        raise typer.Exit(0)
+
+
+# -- `relreason list`: every list is rows of plain values (--json), shown as a table otherwise ----
+
+Rows = list[dict]
+
+
+def _algorithms() -> Rows:
+    from relreason.data.algorithms import ALGORITHMS
+    from relreason.data.specs import ALGORITHM_INFO, CANONICAL_SPLITS, Stage, canonical_split
+
+    rows = []
+    for name in ALGORITHMS.names():
+        info = ALGORITHM_INFO[name]
+        splits = {s: {"size": c.size, "num": c.num} for s, c in ((s, canonical_split(name, s)) for s in CANONICAL_SPLITS)}
+        rows.append({"name": name, "class": info.klass, **{stage.value + "s": [f.name for f in info.features(stage)]
+                                                            for stage in (Stage.INPUT, Stage.OUTPUT, Stage.HINT)},
+                     "splits": splits})
+    return rows
+
+
+def _models() -> Rows:
     from relreason.config import paper_recipe
     from relreason.models.catalog import model_rows
 
-    t = Table(title="models")
-    for col in ("name", "family", "paper recipe", "description"):
-        t.add_column(col)
+    rows = []
     for name, family, description in model_rows():
         task = "text:insertion_sort" if family == "text" else "bellman_ford"
-        t.add_row(name, family, paper_recipe(name, task), description)
-    return t
+        rows.append({"name": name, "family": family, "paper_recipe": paper_recipe(name, task),
+                     "description": description})
+    return rows
 
 
-def _tasks() -> Table:
+def _tasks() -> Rows:
     from relreason.tasks import TASKS, task_groups
 
-    t = Table(title="tasks and groups (usable wherever a task list is accepted)")
-    t.add_column("name")
-    t.add_column("tasks")
-    for name, members in task_groups().items():
-        t.add_row(name, ", ".join(members))
-    t.add_row("(single)", ", ".join(TASKS.names()))
-    return t
+    rows = [{"name": name, "kind": "group", "tasks": members} for name, members in task_groups().items()]
+    rows += [{"name": name, "kind": TASKS.get(name).kind, "tasks": [name]} for name in TASKS.names()]
+    return rows
 
 
-def _recipes() -> Table:
-    from relreason.config import RECIPE_DIR, recipe_names
+def _flat(tree: dict) -> dict[str, object]:
+    """{"train": {"lr": 1e-4}} -> {"train.lr": 1e-4}."""
+    return {f"{section}.{key}": value for section, values in (tree or {}).items() if isinstance(values, dict)
+            for key, value in values.items()}
 
-    t = Table(title="recipes")
-    t.add_column("name")
-    t.add_column("command")
+
+def _recipes() -> Rows:
+    from relreason.config import RECIPE_DIR, SECTIONS, read_recipe, recipe_names
+
+    rows = []
     for name in recipe_names():
-        first = (RECIPE_DIR / f"{name}.yaml").read_text().splitlines()[:1]
-        t.add_row(name, first[0].lstrip("# ") if first else "")
-    return t
+        recipe, _ = read_recipe(name)
+        lines = (RECIPE_DIR / f"{name}.yaml").read_text().splitlines()
+        head = [x.lstrip("#").strip() for x in itertools.takewhile(lambda x: x.startswith("#"), lines)]
+        prose = " ".join(head[1:])
+        summary = re.split(r"(?<!et al)(?<!e\.g)(?<!i\.e)\.\s", prose + " ")[0].rstrip(".") + "." if prose else ""
+        scoped = {scope: {key: _flat(diff) for key, diff in (recipe.get(scope) or {}).items()}
+                  for scope in ("models", "tasks") if recipe.get(scope)}
+        rows.append({"name": name, "command": head[0] if head else "", "summary": summary,
+                     "inherit": recipe.get("inherit"),
+                     "sets": _flat({k: v for k, v in recipe.items() if k in SECTIONS}),
+                     **scoped, "deviation": recipe.get("deviation")})
+    return rows
 
 
-def _ablations() -> Table:
+def _ablations() -> Rows:
     from relreason.ablations import ABLATIONS
 
-    t = Table(title="ablations")
-    for col in ("name", "variants", "description"):
-        t.add_column(col)
-    for name, abl in ABLATIONS.items():
-        t.add_row(name, " | ".join(v.label for v in abl.variants), abl.description)
-    return t
+    return [{"name": name, "variants": [{"label": v.label, "model": v.model, "sets": _flat(v.delta)}
+                                        for v in abl.variants],
+             "description": abl.description} for name, abl in ABLATIONS.items()]
 
 
-LISTS = {
-    "algorithms": data.list_algorithms_table,
-    "models": _models,
-    "tasks": _tasks,
-    "recipes": _recipes,
-    "ablations": _ablations,
+def _settings(values: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items())
+
+
+def _recipe_changes(r: dict) -> str:
+    lines = []
+    if r["inherit"]:
+        lines.append("inherits " + ("the model's paper recipe" if r["inherit"] == "paper" else r["inherit"]))
+    lines.append(_settings(r["sets"]) if r["sets"] else "(no changes of its own)")
+    for scope in ("models", "tasks"):
+        for key, values in r.get(scope, {}).items():
+            lines.append(f"{key}: {_settings(values) if values else '(nothing more)'}")
+    if r["deviation"]:
+        lines.append(f"deviation: {r['deviation']}")
+    return "\n".join(lines)
+
+
+# what: (rows, title, [(column, cell of a row)])
+LISTS: dict[str, tuple[Callable[[], Rows], str, list[tuple[str, Callable[[dict], str]]]]] = {
+    "algorithms": (_algorithms, "algorithms", [
+        ("name", lambda r: r["name"]), ("class", lambda r: r["class"]),
+        ("inputs", lambda r: ", ".join(r["inputs"])), ("outputs", lambda r: ", ".join(r["outputs"])),
+        ("hints", lambda r: ", ".join(r["hints"])),
+        ("train / val / test (n, samples)", lambda r: " / ".join(f"{s['size']}, {s['num']}"
+                                                                 for s in r["splits"].values()))]),
+    "models": (_models, "models", [
+        ("name", lambda r: r["name"]), ("family", lambda r: r["family"]),
+        ("paper recipe", lambda r: r["paper_recipe"]), ("description", lambda r: r["description"])]),
+    "tasks": (_tasks, "tasks and groups (usable wherever a task list is accepted)", [
+        ("name", lambda r: r["name"]), ("kind", lambda r: r["kind"]),
+        ("tasks", lambda r: ", ".join(r["tasks"]) if r["kind"] == "group" else "")]),
+    "recipes": (_recipes, "recipes (each a diff over the defaults; --print-config shows the result)", [
+        ("name", lambda r: r["name"]), ("what it is", lambda r: r["summary"]), ("changes", _recipe_changes),
+        ("command", lambda r: r["command"])]),
+    "ablations": (_ablations, "ablations", [
+        ("name", lambda r: r["name"]), ("variants", lambda r: " | ".join(v["label"] for v in r["variants"])),
+        ("description", lambda r: r["description"])]),
 }
 
 
 @app.command("list")
 @report_errors
-def list_cmd(what: Annotated[str, typer.Argument(help="What to list: " + ", ".join(LISTS))] = "algorithms") -> None:
+def list_cmd(what: Annotated[str, typer.Argument(help="What to list: " + ", ".join(LISTS) + ".")] = "algorithms",
+             as_json: JsonOpt = False) -> None:
     """List what is registered: algorithms, models, tasks (and groups), recipes, ablations.
 
     Examples:\n
       relreason list algorithms\n
-      relreason list models\n
-      relreason list ablations
+      relreason list recipes\n
+      relreason list models --json
     """
     if what not in LISTS:
         raise RelreasonError(f"cannot list {what!r}", "use one of: " + ", ".join(LISTS))
-    out.print(LISTS[what]())
+    rows_of, title, columns = LISTS[what]
+    rows = rows_of()
+    if as_json:
+        out.print_json(json.dumps({what: rows}))
+        return
+    table = Table(title=title)
+    for column, _ in columns:
+        table.add_column(column, no_wrap=column == "name")
+    for r in rows:
+        table.add_row(*(cell(r) for _, cell in columns))
+    out.print(table, highlight=False, markup=False)
 
 
-def main() -> None:
-    app()
+def main(argv: list[str] | None = None) -> None:
+    """The console script: runs the app; usage errors become `Error:` / `Hint:` and exit code 2."""
+    try:
+        code = app(args=argv, prog_name="relreason", standalone_mode=False)
+    except typer.TyperException as e:  # Click's errors about the command line itself (and its file errors)
+        usage = getattr(e, "exit_code", EXIT_ERROR) == EXIT_USAGE
+        ctx = getattr(e, "ctx", None)
+        where = ctx.command_path if ctx is not None else "relreason"
+        message = " ".join(e.format_message().split())
+        print_error(message[:1].lower() + message[1:], f"see `{where} --help`" if usage else None)
+        sys.exit(EXIT_USAGE if usage else EXIT_ERROR)
+    except typer.Abort:
+        print_error("aborted", None)
+        sys.exit(EXIT_ERROR)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

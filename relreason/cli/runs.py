@@ -71,7 +71,7 @@ def compare_cmd(
     run_dirs: Annotated[Optional[list[Path]], typer.Argument(help="Run directories to compare.", show_default=False)]
     = None,
     runs_dir: Annotated[Optional[Path], typer.Option("--runs", help="Compare every run under this folder.",
-                                                     show_default=False)] = None,
+                                                     show_default="none: give RUN_DIRS")] = None,
     group_by: Annotated[Optional[str], typer.Option(
         "--group-by", help="Rows of the table: model, task or seed (default: one row per model and task).",
         show_default=False)] = None,
@@ -117,7 +117,7 @@ def plot_cmd(
     paths: Annotated[Optional[list[Path]], typer.Argument(
         help="Run directories, or one ablation folder (ablations/NAME).", show_default=False)] = None,
     runs_dir: Annotated[Optional[Path], typer.Option("--runs", help="Plot the curves of every run under this folder.",
-                                                     show_default=False)] = None,
+                                                     show_default="none: give PATHS")] = None,
     out_file: Annotated[Optional[Path], typer.Option(
         "--out", help="Figure file, .png, .svg or .pdf (default: FIRST_RUN/curves.png, DIR/curves.png with --runs, "
                 "ABLATION/bars.png).",

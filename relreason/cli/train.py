@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -17,7 +20,7 @@ RecipeOpt = Annotated[Optional[str], typer.Option(
     "--recipe", help="Recipe name (relreason list recipes) or YAML path. Default: the model's paper recipe.",
     show_default=False)]
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Override SECTION.KEY=VALUE (repeatable).",
-                                                     show_default=False)]
+                                                     show_default="none")]
 DeviceOpt = Annotated[Optional[str], typer.Option("--device", help="auto, cpu, cuda or cuda:N (default: the config's).",
                                                   show_default=False)]
 
@@ -43,7 +46,27 @@ def resolve(model: str, task: str, recipe: str | None, sets: list[str] | None, s
     return build_config(model, task, recipe, overrides_of(sets, seed, device))
 
 
+def quiet_on_workers(fn):
+    """Under torchrun, the processes of rank > 0 print nothing: rank 0 prints the results, the progress
+    and the errors for all (an error every rank shares ends a worker with exit code 1, silently)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from relreason.train.distributed import is_worker
+
+        if not is_worker():
+            return fn(*args, **kwargs)
+        try:
+            with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                return fn(*args, **kwargs)
+        except RelreasonError:
+            raise typer.Exit(1) from None
+
+    return wrapper
+
+
 @report_errors
+@quiet_on_workers
 def train_cmd(
     model: Annotated[str, typer.Argument(help="Model name, see `relreason list models`.", show_default=False)],
     task: Annotated[str, typer.Argument(help="Task, task group or comma list (multi-task), see `relreason list tasks`.",
@@ -68,7 +91,8 @@ def train_cmd(
     Examples:\n
       relreason train rt bellman_ford --print-config\n
       relreason train mpnn bellman_ford --recipe quick\n
-      relreason train triplet_gmpnn core8 --recipe quick --seed 1
+      relreason train triplet_gmpnn core8 --recipe quick --seed 1\n
+      torchrun --nproc-per-node 2 -m relreason train mpnn bellman_ford --recipe quick
     """
     from relreason.config import config_yaml
     from relreason.train import run
@@ -97,7 +121,7 @@ def train_cmd(
                                    "lower_is_better": result.lower_is_better, "test_label": result.test_label,
                                    "deviation": result.deviation, "test": result.test}))
         return
-    from relreason.eval.report import rich_table, score_rows
+    from relreason.eval.report import rich_table
     from relreason.tasks import METRIC_LABELS
 
     best = "-" if result.best_val is None else f"{result.best_val:.4f}"
@@ -106,22 +130,23 @@ def train_cmd(
     if result.deviation:
         err.print(f"note: recipe {cfg.recipe}: {result.deviation}", highlight=False, markup=False)
     title = f"{model} on {task}: {result.test_label} — {METRIC_LABELS.get(result.metric, result.metric)}"
-    out.print(rich_table(score_rows(result.test), ["feature", "score"], title))
+    out.print(rich_table(*score_table({**result.test, "metric": result.metric}), title))
 
 
 @report_errors
 def eval_cmd(
     run_dir: Annotated[Optional[Path], typer.Argument(help="Run or checkpoint directory (default: newest run).",
-                                                      show_default=False)] = None,
+                                                      show_default=False, readable=False)] = None,
     ood: Annotated[Optional[int], typer.Option("--ood", help="Test at this many nodes (64 = canonical CLRS test; "
-                                               "lobsters: the backbone length).", show_default=False)] = None,
+                                               "lobsters: the backbone length).", show_default="the run's test size")] = None,
     split: Annotated[Optional[str], typer.Option("--split", help="Split: val or test (default: test).",
                                                  show_default=False)] = None,
     num: Annotated[Optional[int], typer.Option("--num", help="Number of samples (default: the split's).",
                                                show_default=False)] = None,
-    seed: SeedOpt = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the evaluated samples.",
+                                                show_default="the split's")] = None,
     sizes: Annotated[Optional[str], typer.Option("--sizes", help="Text tasks: lengths to test, e.g. 10,12,14.",
-                                                 show_default=False)] = None,
+                                                 show_default="the split's")] = None,
     hints: Annotated[bool, typer.Option("--hints", help="Also show hint accuracies.")] = False,
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Evaluation batch (default: sized to "
                                                       "the available memory).", show_default=False)] = None,
@@ -137,7 +162,7 @@ def eval_cmd(
       relreason eval runs/mpnn-bellman_ford-s42-20261121-101500 --ood 128 --num 64\n
       relreason eval runs/myrun/last --split val --hints --json
     """
-    from relreason.eval.report import rich_table, score_rows
+    from relreason.eval.report import rich_table
     from relreason.models.build import resolve_device
     from relreason.runtime import progress
     from relreason.train.evaluation import evaluate_checkpoint
@@ -157,11 +182,23 @@ def eval_cmd(
         out.print_json(json.dumps(res))
         return
     title = f"{res['model']} on {res['task']}: {res['label']} — {res['metric_label']}"
-    if res["split"] == "val":
+    if res["split"] == "val" and res["metric"] != "text_clrs":  # text models: see their positions option
         title += " (positions randomized, as in training's validation)" if res["random_positions"] else \
             " (true positions)"
-    out.print(rich_table(score_rows(res), ["feature", "score"], title))
+    out.print(rich_table(*score_table(res), title))
     err.print(f"checkpoint: {res['checkpoint']}", highlight=False)
+
+
+def score_table(res: dict) -> tuple[list[dict], list[str]]:
+    """Rows and columns of an evaluation: per feature, or for text tasks per (algorithm, size) with
+    TransNAR's shape, parse and CLRS scores."""
+    from relreason.eval.report import score_rows
+
+    if res.get("metric") == "text_clrs":
+        from relreason.train.text import text_table
+
+        return text_table(res)
+    return score_rows(res), ["feature", "score"]
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -182,11 +219,11 @@ def parse_sizes(text: str) -> list[int]:
 
 @report_errors
 def export_cmd(
-    run_dir: Annotated[Path, typer.Argument(help="Run directory to export.", show_default=False)],
+    run_dir: Annotated[Path, typer.Argument(help="Run directory to export.", show_default=False, readable=False)],
     out_dir: Annotated[Optional[Path], typer.Option("--out", help="Bundle directory (default: RUN/export).",
                                                     show_default=False)] = None,
     results: Annotated[Optional[str], typer.Option("--results", help="Print result tables: md, csv, json or latex.",
-                                                   show_default=False)] = None,
+                                                   show_default="none: write the bundle")] = None,
 ) -> None:
     """Export a run as a portable bundle (weights, config, model card) or its results as a table.
 

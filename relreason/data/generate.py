@@ -7,6 +7,7 @@ on (algorithm, size, num, seed), never on the chunk size.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Iterator
 
 import numpy as np
@@ -20,12 +21,15 @@ from relreason.errors import RelreasonError
 MAX_SIZE = 1024  # nodes; edge features are [N, N] per step, so beyond this a split does not fit in memory
 MAX_NUM = 10_000_000
 CHUNK_BYTES = 256 * 2**20  # target size of one chunk's arrays: bounds memory, does not change the data
-FIRST_CHUNK = 8  # samples in the first chunk, which measures the bytes per sample
-MAX_CHUNK = 1024
-# `generate` holds the whole split in memory, so it runs up to this many samples as one chunk: that
-# saves the copy joining the chunks (and the memory of a second copy of the split). Wider lockstep
-# batches gain nothing more (measured at n = 16).
-IN_MEMORY_CHUNK = 4096
+# `generate` holds the whole split in memory anyway: a split up to this size is one chunk, which saves
+# the copy joining chunks (half the time of Kruskal at n = 64) and a second copy of the split in memory.
+IN_MEMORY_CHUNK_BYTES = 2048 * 2**20
+PROBE_MARGIN = 2.0  # the probe sample's trajectory may be shorter than most: count each sample twice as large
+MAX_CHUNK = 4096  # samples; wider lockstep batches gain nothing (quickselect at n = 16 loses)
+
+# Bytes per sample seen so far, per (algorithm, size): later splits choose their chunks without a
+# probe run (which costs a whole lockstep run: bubble sort at n = 64 takes 2,016 steps for one sample).
+_SAMPLE_BYTES: dict[tuple[str, int], float] = {}
 
 
 def run_algorithm(name: str, *inputs) -> Trajectory:
@@ -71,26 +75,43 @@ def resolve_split(name: str, split: str | None, size: int | None, num: int | Non
     return {"split": label, "size": int(size), "num": int(num), "seed": int(seed)}
 
 
-def iter_chunks(name: str, size: int, num: int, seed: int, chunk: int | None = None) -> Iterator[Dataset]:
+def iter_chunks(name: str, size: int, num: int, seed: int, chunk: int | None = None,
+                chunk_bytes: int = CHUNK_BYTES) -> Iterator[Dataset]:
     """Yields the split in consecutive chunks (memory stays bounded; the data does not depend on them).
 
     `chunk` is the number of samples per chunk. Lockstep algorithms run faster on wider chunks, but
-    hints can be large (bubble sort at n = 64 has ~2,000 steps), so without an explicit `chunk` the
-    first chunk of 8 samples measures the bytes per sample and later chunks take as many samples as
-    fit in CHUNK_BYTES."""
+    hints can be large (bubble sort at n = 64 has ~2,000 steps), so without an explicit `chunk`,
+    chunks take as many samples as fit in `chunk_bytes`. The bytes per sample are the most seen for
+    this algorithm and size in this process; the first time, the first sample is run alone to measure
+    them (counted PROBE_MARGIN times: its trajectory may be short) and run again with its chunk."""
     if chunk is not None and chunk < 1:
         raise ValueError(f"chunk = {chunk} must be a positive number of samples")
     alg = ALGORITHMS.get(name)
     rng = np.random.RandomState(seed)
-    start, width = 0, chunk or FIRST_CHUNK
+    drawn: list[tuple] = []  # samples drawn in order and not yet yielded
+    key = (name, size)
+    if chunk is None and key not in _SAMPLE_BYTES:
+        drawn.append(alg.sample(rng, size))
+        probe = run_samples(alg, drawn)
+        if num == 1:
+            yield probe
+            return
+        _SAMPLE_BYTES[key] = PROBE_MARGIN * _bytes_per_sample(probe)
+        del probe
+    start = 0
     while start < num:
-        samples = [alg.sample(rng, size) for _ in range(min(width, num - start))]
-        part = run_samples(alg, samples)
-        start += len(samples)
-        if chunk is None:
-            per_sample = sum(a.nbytes for a in part.arrays().values()) / len(part)
-            width = int(min(MAX_CHUNK, max(FIRST_CHUNK, CHUNK_BYTES // max(per_sample, 1.0))))
+        width = chunk or int(min(MAX_CHUNK, max(1, chunk_bytes // _SAMPLE_BYTES[key])))
+        take = min(width, num - start)
+        drawn.extend(alg.sample(rng, size) for _ in range(take - len(drawn)))
+        part = run_samples(alg, drawn)
+        _SAMPLE_BYTES[key] = max(_SAMPLE_BYTES.get(key, 0.0), _bytes_per_sample(part))
         yield part
+        start += take
+        drawn = []
+
+
+def _bytes_per_sample(part: Dataset) -> float:
+    return sum(a.nbytes for a in part.arrays().values()) / len(part)
 
 
 def split_meta(name: str, split: str, size: int, num: int, seed: int) -> dict:
@@ -103,7 +124,7 @@ def generate(name: str, split: str | None = None, *, num: int | None = None, siz
              seed: int | None = None) -> Dataset:
     """Generates a split in memory: `generate(name, split="test")` or `generate(name, num=K, size=N, seed=S)`."""
     r = resolve_split(name, split, size, num, seed)
-    ds = Dataset.concat(iter_chunks(name, r["size"], r["num"], r["seed"], chunk=min(r["num"], IN_MEMORY_CHUNK)))
+    ds = Dataset.concat(iter_chunks(name, r["size"], r["num"], r["seed"], chunk_bytes=IN_MEMORY_CHUNK_BYTES))
     ds.meta = split_meta(name, **r)
     return ds
 
@@ -137,11 +158,31 @@ def write_split(algorithm: str, split: str | None, size: int | None, num: int | 
                 on_chunk(len(c))
             yield c
 
-    try:
+    with terminate_as_interrupt():
         write_dataset(path, chunks(), split_meta(algorithm, **r))
-    except PermissionError as e:
-        raise RelreasonError(f"cannot write {path}: {e.strerror}", "choose a writable --out directory") from None
     return path
+
+
+@contextmanager
+def terminate_as_interrupt():
+    """SIGTERM (`kill`, a scheduler's stop) raises KeyboardInterrupt, as Ctrl-C does, so that the
+    writers' cleanup runs (temporary files removed) before the process ends. Main thread only (signal
+    handlers can only be set there); the previous handler is put back."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def cached_split(algorithm: str, split: str | None, data_dir, size: int | None = None, num: int | None = None,

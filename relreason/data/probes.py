@@ -21,6 +21,8 @@ instead of `hint` calls (batch mode; unlike `hint`, it keeps the arrays it is gi
 
 from __future__ import annotations
 
+from typing import Collection
+
 import numpy as np
 
 from relreason.data.specs import SPECS, Feature, Spec, Stage, Type
@@ -45,6 +47,7 @@ class Recorder:
         self._hints: dict[str, list] = {k: [] for k in self._names[Stage.HINT]}
         self._active: list[np.ndarray] = []
         self._bulk_lengths: np.ndarray | None = None  # set by hint_sequence (whole trajectories at once)
+        self._zero_padded: frozenset[str] = frozenset()  # hint_sequence values whose padding is zero already
 
     def _check(self, stage: Stage, values: dict) -> None:
         if values.keys() != self._names[stage]:
@@ -73,18 +76,23 @@ class Recorder:
                 raise ProbeError(f"{self.algorithm}: a sample became active again after it stopped")
             self._active.append(act)
 
-    def hint_sequence(self, lengths: np.ndarray, **values) -> None:
+    def hint_sequence(self, lengths: np.ndarray, *, zero_padded: Collection[str] = (), **values) -> None:
         """Records a lockstep batch's hints all at once (batch mode, instead of `hint`).
 
         Each value is [B, T, ...] (time second, storage form or an index form) and `lengths[b]` is the
         number of steps sample b ran; steps past it are stored as zeros. For algorithms that build
         whole trajectories in bulk: the arrays are kept without a copy, so the caller hands them over.
+        `zero_padded` names the values that already hold zeros past every length: the recorder leaves
+        their padding alone (writing it would touch every page of a large edge hint again).
         """
         self._check(Stage.HINT, values)
         if self.batch is None or self._active or self._bulk_lengths is not None:
             raise ProbeError(f"{self.algorithm}: hint_sequence needs batch mode and is the only hint call")
+        if not set(zero_padded) <= values.keys():
+            raise ProbeError(f"{self.algorithm}: zero_padded names unknown hints {sorted(set(zero_padded) - values.keys())}")
         self._bulk_lengths = np.asarray(lengths, dtype=np.int64)
         self._hints = dict(values)
+        self._zero_padded = frozenset(zero_padded)
 
     def _convert(self, f: Feature, value, time_axis: bool = False) -> np.ndarray:
         """Converts one recorded value to storage form (index forms expanded to one-hot)."""
@@ -127,31 +135,53 @@ class Recorder:
         for k, v in hints.items():
             if v.shape[:2] != (self.batch, steps):
                 raise ProbeError(f"{self.algorithm}: probe {k} is not [B, T, ...] = [{self.batch}, {steps}, ...]")
-            if len(padding):
-                v = hints[k] = np.ascontiguousarray(v)  # so that the reshapes below are views
-                if v[0, 0].nbytes * len(padding) >= LARGE_PADDING * self.batch:
-                    _zero_tails(v, lengths)
-                else:
-                    v.reshape(self.batch * steps, -1)[padding] = 0
+            if len(padding) and k not in self._zero_padded:
+                v = hints[k] = np.ascontiguousarray(v)  # so that the reshape below is a view
+                v.reshape(self.batch * steps, -1)[padding] = 0
         return Dataset(self.algorithm, self.spec, self._inputs, hints, self._outputs, lengths)
 
 
-# Bytes of hint padding per sample from which `_zero_tails` checks each sample's padding before zeroing it.
-LARGE_PADDING = 64 * 2**10
+def fill_steps(init: np.ndarray, lengths: np.ndarray, steps: int, sample: np.ndarray, step: np.ndarray,
+               node: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """A hint [B, T, N, ...] from its first step and its changes, for algorithms that log changes
+    rather than states (a sample's state changes at a few nodes per step).
+
+    init: [B, N, ...] step 0; a change (sample[e], step[e], node[e], value[e]) sets the node's value
+    from that step on (at most one change per sample, step and node). Steps are filled a run of
+    unchanged steps at a time over the whole batch; a sample's first step past lengths[b] is zeroed
+    and carried on like any value, so the result is zero past every length (hint_sequence's
+    `zero_padded`), with each byte written once."""
+    B = len(init)
+    out = np.empty((B, steps) + init.shape[1:], init.dtype)
+    out[:, 0] = init
+    order = np.argsort(step, kind="stable")
+    sample, step, node, value = sample[order], step[order], node[order], np.asarray(value)[order]
+    changes = _runs(step)
+    by_end = np.argsort(lengths, kind="stable")
+    ends = _runs(np.asarray(lengths)[by_end])
+    done = 0  # steps 0..done are filled
+    for t in sorted(changes.keys() | ends.keys()):
+        if t >= steps:
+            break
+        if t > done:
+            out[:, done + 1:t + 1] = out[:, done, None]
+            done = t
+        if t in ends:
+            lo, hi = ends[t]
+            out[by_end[lo:hi], t] = 0
+        if t in changes:
+            lo, hi = changes[t]
+            out[sample[lo:hi], t, node[lo:hi]] = value[lo:hi]
+    if done < steps - 1:
+        out[:, done + 1:] = out[:, done, None]
+    return out
 
 
-def _zero_tails(v: np.ndarray, lengths: np.ndarray) -> None:
-    """Zeroes v[b, lengths[b]:] of a contiguous hint array [B, T, ...], skipping the tails already zero.
-
-    Algorithms that build large edge hints (Kruskal's tree at n = 64: ~16 KB per step) leave the padding
-    of a zeroed array untouched; reading it is cheap and writing it would touch (fault in) every page.
-    The check compares bits (so a -0.0 is not taken for zero)."""
-    bits = v.reshape(v.shape[0], -1).view(f"i{v.dtype.itemsize}")  # [B, T * ...]
-    per_step = bits.shape[1] // v.shape[1]
-    for b in np.flatnonzero(lengths < v.shape[1]).tolist():
-        tail = bits[b, lengths[b] * per_step:]
-        if tail.any():
-            tail[:] = 0
+def _runs(keys: np.ndarray) -> dict[int, tuple[int, int]]:
+    """The runs of equal values in sorted `keys`: value -> (start, end) of its run."""
+    values, starts = np.unique(keys, return_index=True)
+    ends = np.append(starts[1:], len(keys))
+    return dict(zip(values.tolist(), zip(starts.tolist(), ends.tolist())))
 
 
 def positions(n: int, batch: int | None = None) -> np.ndarray:

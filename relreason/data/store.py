@@ -7,14 +7,21 @@ seed, num, spec, spec hash, relreason version) sits in the safetensors header un
 
 The writer streams: chunks are spilled to a temporary directory as they are generated, then copied
 into the final file tensor by tensor, so peak memory is one chunk, not the split. The file appears
-under its final name only when complete (temp name + rename).
+under its final name only when complete (temp name + rename), with the permissions the user's umask
+gives new files. Temporary names carry the writer's pid and host (`.spill-<pid>@<host>-*`,
+`.<name>.<pid>@<host>.*.tmp`): a writer killed outright (`kill -9`, power loss) cannot clean up, so
+the next write into that directory removes the temporaries of writers that are no longer alive.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import re
+import shutil
+import socket
 import struct
 import tempfile
 from contextlib import contextmanager
@@ -32,19 +39,72 @@ _DTYPES = {np.dtype(np.float64): "F64", np.dtype(np.float32): "F32", np.dtype(np
 _DTYPES_BACK = {v: k for k, v in _DTYPES.items()}
 
 
+def current_umask() -> int:
+    """The process umask (reading it means setting it; it is put back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname().split(".")[0]) or "host"
+
+
+def owner_tag() -> str:
+    """`<pid>@<host>`: written into temporary names so that a later writer can tell a dead one's leftovers."""
+    return f"{os.getpid()}@{_host()}"
+
+
+# `.spill-<pid>@<host>-<random>` directories and `.<name>.<pid>@<host>.<random>[suffix].tmp` files
+_TEMPORARY = re.compile(r"^\.(?:spill-|.+\.)(\d+)@([A-Za-z0-9_-]+)[.-][^/]*$")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_temporaries(directory: Path) -> list[Path]:
+    """Removes the temporaries (see the module docstring) that dead processes of this host left in
+    `directory`; those of live processes and of other hosts are kept. Returns what was removed."""
+    removed = []
+    try:
+        entries = list(Path(directory).iterdir())
+    except OSError:
+        return removed
+    host = _host()
+    for p in entries:
+        m = _TEMPORARY.match(p.name)
+        if not m or not (p.name.startswith(".spill-") or p.name.endswith(".tmp")):
+            continue
+        if m.group(2) != host or int(m.group(1)) == os.getpid() or _alive(int(m.group(1))):
+            continue
+        try:
+            shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+            removed.append(p)
+        except OSError:
+            pass  # another process got there first, or we may not: not ours to insist
+    return removed
+
+
 @contextmanager
 def atomic_path(path: Path, suffix: str = "") -> Iterator[Path]:
-    """Yields a temporary path beside `path`; renames it onto `path` only if the block succeeds."""
+    """Yields a temporary path beside `path`; renames it onto `path` only if the block succeeds.
+
+    The file gets the permissions of a normally created file (0666 minus the umask)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix + ".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{owner_tag()}.", suffix=suffix + ".tmp", dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
         yield tmp_path
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
+        os.chmod(tmp_path, 0o666 & ~current_umask())  # mkstemp makes 0600
         os.replace(tmp_path, path)
     finally:
         if tmp_path.exists():
@@ -52,9 +112,13 @@ def atomic_path(path: Path, suffix: str = "") -> Iterator[Path]:
 
 
 def write_dataset(path: Path, chunks: Iterable[Dataset], meta: dict) -> Path:
-    """Streams dataset chunks into one safetensors file at `path` (atomically). Returns `path`."""
+    """Streams dataset chunks into one safetensors file at `path` (atomically). Returns `path`.
+
+    Stale temporaries of dead writers in the target directory are removed first."""
     path = Path(path)
-    with tempfile.TemporaryDirectory(prefix=".spill-", dir=path.parent if path.parent.exists() else None) as spill:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path.parent)
+    with tempfile.TemporaryDirectory(prefix=f".spill-{owner_tag()}-", dir=path.parent) as spill:
         shapes: dict[str, tuple] = {}
         dtypes: dict[str, np.dtype] = {}
         files: list[dict[str, str]] = []
@@ -107,11 +171,30 @@ def read_meta(path: Path) -> dict:
                              "make one with `relreason generate`") from None
 
 
+def _open_dataset(path: Path):
+    """Opens a dataset file for reading; a missing file, a directory or a permission problem is a
+    RelreasonError that says which (never "corrupt")."""
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise RelreasonError(f"dataset file {path} does not exist",
+                             "make one with `relreason generate ALGORITHM`") from None
+    except IsADirectoryError:
+        raise RelreasonError(f"{path} is a directory, not a dataset file",
+                             f"give a file inside it, e.g. {path}/test.safetensors") from None
+    except PermissionError:
+        raise RelreasonError(f"cannot read {path}: permission denied",
+                             "check the permissions of the file and its directories (ls -l)") from None
+    except OSError as e:
+        if e.errno == errno.ENOTDIR:
+            raise RelreasonError(f"{path} does not exist (a part of the path is a file, not a directory)",
+                                 "check the path") from None
+        raise
+
+
 def _read_header(path: Path) -> dict:
-    if not path.is_file():
-        raise RelreasonError(f"dataset file {path} does not exist", "make one with `relreason generate ALGORITHM`")
-    size = path.stat().st_size
-    with open(path, "rb") as f:
+    with _open_dataset(path) as f:
+        size = os.fstat(f.fileno()).st_size
         raw = f.read(8)
         if len(raw) < 8:
             raise RelreasonError(f"{path} is not a safetensors file (too short)", "regenerate it with --force")
@@ -134,7 +217,8 @@ def load_dataset(path: Path) -> Dataset:
     path = Path(path)
     header = _read_header(path)
     meta = read_meta(path)
-    n = struct.unpack("<Q", open(path, "rb").read(8))[0]
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
     data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + n)
     arrays = {}
     for name, info in header.items():

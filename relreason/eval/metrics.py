@@ -14,10 +14,16 @@ averaged over steps weighted by the number of samples running, as the reference'
     for batch in split:
         scorer.update(net.predict(net(batch, train=False)), batch)
     scores = scorer.result()   # Scores(outputs={"pi": 0.97}, score=0.97, hints={...})
+
+A split scored in parts (distributed evaluation: each process scores its batches) is put together
+with `merge`: `whole.merge(part.state())` for every part gives exactly the scores of one scorer that
+saw every batch, because the statistics are kept per batch and summed exactly (`math.fsum`) at the
+end, so the order in which batches arrive cannot change a bit.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -102,9 +108,22 @@ class Scorer:
         scored = [f for f in spec.values() if not permutation_mask_of(spec, f.name)]
         self.output_features = [f for f in scored if f.stage is Stage.OUTPUT]
         self.hint_features = [f for f in scored if f.stage is Stage.HINT]
-        self._outputs: dict[str, dict[str, float]] = {f.name: {} for f in self.output_features}
-        self._hints: dict[str, dict[str, np.ndarray]] = {f.name: {} for f in self.hint_features}
-        self._running: np.ndarray = np.zeros(0)  # samples running at each hint step
+        # statistics per batch (summed exactly in `result`): feature -> statistic -> [value per batch]
+        self._outputs: dict[str, dict[str, list[float]]] = {f.name: {} for f in self.output_features}
+        self._hints: dict[str, dict[str, list[np.ndarray]]] = {f.name: {} for f in self.hint_features}  # (steps,) each
+        self._running: list[np.ndarray] = []  # per batch: samples running at each hint step
+
+    def state(self) -> dict:
+        """The accumulated statistics (picklable), for `merge` into another scorer of the same spec."""
+        return {"outputs": self._outputs, "hints": self._hints, "running": self._running}
+
+    def merge(self, state: dict) -> None:
+        """Adds the batches another scorer (of the same spec) saw: its `state()`."""
+        for mine, theirs in ((self._outputs, state["outputs"]), (self._hints, state["hints"])):
+            for name, stats in theirs.items():
+                for k, values in stats.items():
+                    mine[name].setdefault(k, []).extend(values)
+        self._running.extend(state["running"])
 
     def _truth(self, store: dict[str, torch.Tensor], f: Feature) -> torch.Tensor:
         truth = store[f.name]
@@ -120,34 +139,36 @@ class Scorer:
             stats = _stats(f, preds[f.name], self._truth(batch.outputs, f), valid, keep_time=False)
             acc = self._outputs[f.name]
             for k, v in stats.items():
-                acc[k] = acc.get(k, 0.0) + float(v)
+                acc.setdefault(k, []).append(float(v))
         hint_feats = [f for f in self.hint_features if f.name in preds]
         if not hint_feats:
             return
         steps = min(preds[hint_feats[0].name].shape[1], batch.max_length - 1)
         running = batch.lengths[:, None] > torch.arange(1, steps + 1, device=batch.device)[None, :]  # (B, steps)
-        self._running = _add(self._running, running.sum(0).cpu().numpy().astype(np.float64))
+        self._running.append(running.sum(0).cpu().numpy().astype(np.float64))
         truths = {k: v[:, 1:steps + 1] for k, v in batch.hints.items()}
         for f in hint_feats:
             valid = element_mask(f, running, batch.node_mask)
             stats = _stats(f, preds[f.name][:, :steps], self._truth(truths, f), valid, keep_time=True)
             acc = self._hints[f.name]
             for k, v in stats.items():
-                acc[k] = _add(acc.get(k, np.zeros(0)), v.cpu().numpy())
+                acc.setdefault(k, []).append(v.cpu().numpy())
 
     def result(self) -> Scores:
         outputs = {}
         for f in self.output_features:
-            value = _finish(_kind(f), self._outputs[f.name]) if self._outputs[f.name] else None
+            acc = {k: math.fsum(v) for k, v in self._outputs[f.name].items()}
+            value = _finish(_kind(f), acc) if acc else None
             outputs[f.name] = float("nan") if value is None else value
         score = float(np.mean(list(outputs.values()))) if outputs else float("nan")
         hints = {}
+        running = exact_step_sums(self._running)
         for f in self.hint_features:
-            acc = self._hints[f.name]
+            acc = {k: exact_step_sums(v) for k, v in self._hints[f.name].items()}
             if not acc:
                 continue
             total_weight, weighted = 0.0, 0.0
-            for t, weight in enumerate(self._running):
+            for t, weight in enumerate(running):
                 value = _finish(_kind(f), {k: v[t] for k, v in acc.items()}) if weight > 0 else None
                 if value is not None:
                     weighted += value * weight
@@ -156,9 +177,13 @@ class Scorer:
         return Scores(outputs, score, hints)
 
 
-def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Elementwise sum of two per-step vectors of possibly different lengths."""
-    out = np.zeros(max(len(a), len(b)))
-    out[: len(a)] += a
-    out[: len(b)] += b
-    return out
+def exact_step_sums(parts: list[np.ndarray]) -> np.ndarray:
+    """Per-step sums of per-batch vectors of possibly different lengths, exactly rounded (math.fsum),
+    so they do not depend on the order of the batches."""
+    steps = max((len(p) for p in parts), default=0)
+    table = np.zeros((len(parts), steps))  # (batches, steps)
+    for i, p in enumerate(parts):
+        table[i, : len(p)] = p
+    if np.array_equal(table, np.round(table)) and np.abs(table).sum() < 2.0**53:
+        return table.sum(0)  # counts: integer sums below 2**53 are exact in any order
+    return np.array([math.fsum(table[:, t]) for t in range(steps)])

@@ -26,7 +26,6 @@ import json
 import math
 import os
 import re
-import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,33 +189,19 @@ def validation_records(records: list[dict]) -> list[dict]:
             and _number(r.get("score")) is not None]
 
 
-def _pid_alive(pid: object) -> bool:
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:  # os.kill(0, ...) would hit our group
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, owned by another user
-        return True
-    except (OverflowError, OSError):
-        return False
-    return True
-
-
 def run_status(run_dir: Path) -> tuple[Status, Optional[dict]]:
-    """finished if results.json exists; running if `.lock` names a live pid on this host; else interrupted.
+    """finished if results.json exists; running if a live process holds the run's lock (an OS file lock,
+    so it also answers for other hosts on a shared filesystem and never mistakes a reused pid); else
+    interrupted. The second value is the holder's record ({"pid", "host", "started"}) when known."""
+    from relreason.runtime import lock_holder
 
-    A lock without a "host" is taken as this host's; a lock from another host cannot be checked
-    from here and counts as interrupted (the contract's rule)."""
     run_dir = Path(run_dir)
-    lock = _read_json(run_dir / ".lock", [])
+    holder = lock_holder(run_dir)
     if (run_dir / "results.json").exists():
-        return Status.FINISHED, lock
-    if lock is not None and lock.get("host", socket.gethostname()) == socket.gethostname() \
-            and _pid_alive(lock.get("pid")):
-        return Status.RUNNING, lock
-    return Status.INTERRUPTED, lock
+        return Status.FINISHED, holder
+    if holder is not None:
+        return Status.RUNNING, holder
+    return Status.INTERRUPTED, None
 
 
 def _number(x) -> Optional[float]:
@@ -296,10 +281,10 @@ def read_run(path: Path, name: Optional[str] = None, metric_of: Optional[MetricL
         for t, block in res["per_task"].items():
             block = block if isinstance(block, dict) else {"score": block}
             # the task's own record, else the run's, else what the task registry knows
-            name = _str(block.get("metric")) or _str(res.get("metric"))
+            task_metric = _str(block.get("metric")) or _str(res.get("metric"))
             blib = _bool(block.get("lower_is_better"))
             per_task[t] = (_number(block.get("score")),
-                           resolve_metric(name, lib if blib is None else blib, t, metric_of))
+                           resolve_metric(task_metric, lib if blib is None else blib, t, metric_of))
 
     times = [p.stat().st_mtime for p in (path / "config.json", path / "metrics.jsonl", path / "results.json",
                                          path / ".lock") if p.exists()]

@@ -33,6 +33,7 @@ from relreason.data.specs import POINTER_TYPES, SPECS, Feature, Location, Spec, 
 from relreason.data.trajectory import Dataset
 from relreason.errors import RelreasonError
 from relreason.models.config import ModelConfig
+from relreason.models.noise import Noise, Site
 
 # Algorithms whose `pred_h` hint is constant and moved to an input (reference run.py PRED_AS_INPUT_ALGOS,
 # restricted to the CLRS-30 names).
@@ -42,7 +43,7 @@ PRED_AS_INPUT = frozenset({
     "jarvis_march",
 })
 
-Generator = np.random.Generator | np.random.RandomState | torch.Generator
+Generator = np.random.Generator | np.random.RandomState | torch.Generator | Noise
 
 
 def infer_algorithm(spec: Spec) -> str | None:
@@ -105,7 +106,9 @@ def cyclic_predecessor(pointers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def random_positions(pos: np.ndarray, generator: Generator) -> np.ndarray:
     """Sorted uniform positions [B, N], one sorted run per segment of `pos` (a segment starts at each 0)."""
     B, n = pos.shape
-    if isinstance(generator, torch.Generator):
+    if isinstance(generator, Noise):  # drawn for the global batch: a sample's positions follow its global row
+        u = generator.at(Site.POSITIONS).uniform((B, n), torch.device("cpu"), torch.float64).numpy()
+    elif isinstance(generator, torch.Generator):
         u = torch.rand((B, n), generator=generator, dtype=torch.float64, device=generator.device).cpu().numpy()
     else:
         u = generator.uniform(size=(B, n))

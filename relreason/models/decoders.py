@@ -37,6 +37,7 @@ from torch import nn
 from relreason.data.specs import Feature, Location, Type
 from relreason.models.config import PointerDecoding
 from relreason.models.encoders import PTR, EdgeInput, check_supported, linear, one_hot
+from relreason.models.noise import Noise
 
 SINKHORN_STEPS = 10  # decoder's log-Sinkhorn iterations (reference decoders.py)
 SINKHORN_TEMPERATURE = 0.1  # reference decoders.py / postprocess
@@ -168,8 +169,11 @@ def edge_pointer_logits(pred: torch.Tensor, target: torch.Tensor, out: nn.Linear
     return torch.cat(parts, 1) + base
 
 
-def uniform(shape, device: torch.device, generator: torch.Generator | None) -> torch.Tensor:
-    """U[0, 1) draws on `device` from an explicit generator (which may live on another device, e.g. CPU)."""
+def uniform(shape, device: torch.device, generator: torch.Generator | Noise | None) -> torch.Tensor:
+    """U[0, 1) draws on `device` from an explicit generator (which may live on another device, e.g. CPU),
+    or from a `Noise` (drawn for the global batch; relreason.models.noise)."""
+    if isinstance(generator, Noise):
+        return generator.uniform(shape, device)
     where = generator.device if generator is not None else device
     return torch.rand(shape, generator=generator, device=where).to(device)
 

@@ -32,32 +32,40 @@ def element_mask(f: Feature, sample_valid: torch.Tensor, node_mask: torch.Tensor
     return sample_valid[..., None, None] & nm[..., :, None] & nm[..., None, :]
 
 
-def _masked_mean(loss: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-    # Mean over valid elements; 0 (not NaN) when there are none, as the reference's max(count, eps).
-    return torch.where(valid, loss, 0.0).sum() / valid.sum().clamp(min=1)
+def _masked_sum(loss: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.where(valid, loss, 0.0).sum(), valid.sum()
 
 
 def feature_loss(f: Feature, pred: torch.Tensor, truth: torch.Tensor, sample_valid: torch.Tensor,
                  node_mask: torch.Tensor, relative: bool = False) -> torch.Tensor:
     """The scalar loss of one feature (see the module docstring). `relative`: scalars score
     |pred - truth| / |truth| instead of the squared error (end-to-end regression, e.g. lobsters)."""
+    total, count = feature_loss_sum(f, pred, truth, sample_valid, node_mask, relative)
+    # 0 (not NaN) when nothing is valid, as the reference's max(count, eps)
+    return total / count.clamp(min=1)
+
+
+def feature_loss_sum(f: Feature, pred: torch.Tensor, truth: torch.Tensor, sample_valid: torch.Tensor,
+                     node_mask: torch.Tensor, relative: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """The loss summed over the valid elements, and their number: `feature_loss` is sum / count.
+    Distributed training divides each process's sum by the count over all processes."""
     valid = element_mask(f, sample_valid, node_mask)
     t = f.type
     if t is Type.SCALAR:
         if relative:
-            return _masked_mean((pred - truth).abs() / truth.abs().clamp(min=1e-6), valid)
-        return _masked_mean((pred - truth) ** 2, valid)
+            return _masked_sum((pred - truth).abs() / truth.abs().clamp(min=1e-6), valid)
+        return _masked_sum((pred - truth) ** 2, valid)
     if t is Type.MASK:
         loss = F.binary_cross_entropy_with_logits(pred, truth.clamp(min=0), reduction="none")
-        return _masked_mean(loss, valid & (truth != -1))
+        return _masked_sum(loss, valid & (truth != -1))
     if t in (Type.MASK_ONE, Type.CATEGORICAL):
         loss = -(truth.clamp(min=0) * torch.log_softmax(pred, -1)).sum(-1)
-        return _masked_mean(loss, valid & (truth == 1).any(-1))
+        return _masked_sum(loss, valid & (truth == 1).any(-1))
     if t is Type.POINTER:
         logp = torch.log_softmax(pred, -1)
         loss = -logp.gather(-1, truth.clamp(min=0).unsqueeze(-1)).squeeze(-1)
-        return _masked_mean(loss, valid & (truth >= 0))
+        return _masked_sum(loss, valid & (truth >= 0))
     if t is Type.PERMUTATION_POINTER:
         loss = -pred.gather(-1, truth.clamp(min=0).unsqueeze(-1)).squeeze(-1)  # pred is already log-Sinkhorn
-        return _masked_mean(loss, valid & (truth >= 0))
+        return _masked_sum(loss, valid & (truth >= 0))
     raise ValueError(f"{f.name}: no loss for type {t.value}")

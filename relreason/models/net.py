@@ -19,6 +19,7 @@ loop; everything inside is batched.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Callable
 
 import torch
 from torch import nn
@@ -29,7 +30,8 @@ from relreason.models.batch import Batch, permutation_mask_of, prepare_spec
 from relreason.models.config import HintMode, ModelConfig, PointerDecoding, RepredMode, ScalarLoss
 from relreason.models.decoders import DecodeContext, Decoders, feedback, fuse_permutation, harden, uniform
 from relreason.models.encoders import Encoders, check_supported, model_form
-from relreason.models.losses import feature_loss
+from relreason.models.losses import feature_loss_sum
+from relreason.models.noise import Noise, Site, as_noise, stream, subset
 from relreason.models.processors import PROCESSORS, Processor, State
 
 
@@ -91,10 +93,12 @@ class Net(nn.Module):
 
     # -- forward -------------------------------------------------------------------------------
 
-    def forward(self, batch: Batch, *, train: bool, generator: torch.Generator | None = None,
+    def forward(self, batch: Batch, *, train: bool, generator: torch.Generator | Noise | None = None,
                 return_state: bool = False) -> NetOutput:
-        """Runs the hint loop. `generator` draws teacher forcing, Gumbel noise and dropout (training only);
-        `return_state` also returns the final processor state (`NetOutput.state`, what TransNAR reads).
+        """Runs the hint loop. `generator` draws teacher forcing, Gumbel noise and dropout (training only),
+        each site and step from its own stream drawn for the global batch (relreason.models.noise), so
+        a sample's noise does not depend on the batch it is in; `return_state` also returns the final
+        processor state (`NetOutput.state`, what TransNAR reads).
 
         Each step computes only the samples still running (a sample with L hint steps runs
         max(1, L - 1) steps): the batch shrinks as trajectories end, which skips about a third of
@@ -102,6 +106,7 @@ class Net(nn.Module):
         (never scored). A sample's outputs are decoded at its own last step."""
         cfg, proc = self.cfg, self.processor
         B, n, device = batch.size, batch.n, batch.device
+        noise = as_noise(generator, B)
         S = max(1, batch.max_length - 1)
         steps = [max(1, L - 1) for L in batch.lengths.tolist()]  # steps each sample runs
         hard = cfg.hint_repred is not RepredMode.SOFT and not (cfg.hint_repred is RepredMode.HARD_ON_EVAL and train)
@@ -127,7 +132,7 @@ class Net(nn.Module):
             pick = (lambda x: x) if rows is None else (lambda x: None if x is None else x.index_select(0, rows))  # noqa: E731
             sub = base if rows is None else base.select(rows)
             now = State(pick(state.node), pick(state.edge), pick(state.graph))
-            values = self._hint_inputs(batch, s, prev, rows, train, hard, generator)
+            values = self._hint_inputs(batch, s, prev, rows, train, hard, stream(noise, Site.TEACHER_FORCING, s))
             feats = self.encoders.encode_step(sub, values)
             edge_in = edge_in_form(feats.edge)
             new = State(now.node, now.edge if proc.carry_edge else pick(edge0), now.graph)
@@ -136,7 +141,7 @@ class Net(nn.Module):
                 if new.graph is None:
                     new = replace(new, graph=now.graph)
             if train and cfg.dropout > 0:
-                keep = uniform(new.node.shape, device, generator) >= cfg.dropout
+                keep = uniform(new.node.shape, device, subset(stream(noise, Site.DROPOUT, s), rows)) >= cfg.dropout
                 new = replace(new, node=new.node * keep / (1.0 - cfg.dropout))
             ctx = DecodeContext(
                 h=torch.cat([feats.node, now.node, new.node], -1),  # (b, N, H + 2D)
@@ -146,7 +151,7 @@ class Net(nn.Module):
                 prev_graph=now.graph if reads.graph_history else None,
                 graph_state=new.graph if reads.graph_history else None)
             if self.hint_decoders is not None:
-                raw = self.hint_decoders(ctx, train, generator)
+                raw = self.hint_decoders(ctx, train, subset(stream(noise, Site.HINT_DECODERS, s), rows))
                 prev = raw if rows is None else {k: _scatter(None, rows, v, B) for k, v in raw.items()}
                 for k, v in prev.items():
                     hint_preds[k].append(v)
@@ -154,11 +159,12 @@ class Net(nn.Module):
             if ending:  # decode the outputs of the samples whose last step this is
                 whole = len(ending) == len(running)
                 at = None if whole else torch.tensor(ending, device=device)
-                out = self.output_decoders(ctx if whole else ctx.select(at), train, generator)
-                if whole and rows is None:
+                dest = None if whole and rows is None else torch.tensor([running[i] for i in ending], device=device)
+                out = self.output_decoders(ctx if whole else ctx.select(at), train,
+                                           subset(stream(noise, Site.OUTPUT_DECODERS, s), dest))
+                if dest is None:
                     outputs = out
                 else:
-                    dest = torch.tensor([running[i] for i in ending], device=device)
                     outputs = {k: _scatter(outputs.get(k), dest, v, B) for k, v in out.items()}
             if return_state and new.edge is not None:
                 final_edge = new.edge if rows is None else _scatter(final_edge, rows, new.edge, B)
@@ -175,7 +181,7 @@ class Net(nn.Module):
         return NetOutput(outputs, hints, batch.node_mask, final)
 
     def _hint_inputs(self, batch: Batch, s: int, prev: dict[str, torch.Tensor], rows: torch.Tensor | None,
-                     train: bool, hard: bool, generator: torch.Generator | None) -> dict[str, torch.Tensor]:
+                     train: bool, hard: bool, generator: Noise | None) -> dict[str, torch.Tensor]:
         """The hint values encoded at step s for the running samples `rows` (None: all), model form."""
         if not self.cfg.hint_mode.encode:
             return {}
@@ -199,23 +205,32 @@ class Net(nn.Module):
 
     # -- loss and predictions ------------------------------------------------------------------
 
-    def loss(self, batch: Batch, out: NetOutput) -> tuple[torch.Tensor, dict[str, float]]:
-        """Sum of the output losses and (hints decoded) the hint losses averaged over valid steps."""
-        terms: dict[str, torch.Tensor] = {}
+    def loss(self, batch: Batch, out: NetOutput, counts: Callable[[torch.Tensor], torch.Tensor] | None = None
+             ) -> tuple[torch.Tensor, dict[str, float]]:
+        """Sum of the output losses and (hints decoded) the hint losses averaged over valid steps.
+
+        `counts` (distributed training) maps this batch's numbers of valid elements, one per term (K,),
+        to what each term's summed loss is divided by: the global batch's numbers over the number of
+        processes, so the processes' mean loss (and DDP's mean gradient) is the global batch's."""
+        sums: dict[str, torch.Tensor] = {}
+        numbers: dict[str, torch.Tensor] = {}
         every = torch.ones(batch.size, dtype=torch.bool, device=batch.device)
         relative = self.cfg.scalar_loss is ScalarLoss.RELATIVE
         for f in self.output_features:
-            terms[f"output.{f.name}"] = feature_loss(f, out.outputs[f.name], batch.outputs[f.name], every,
-                                                     batch.node_mask, relative=relative)
+            k = f"output.{f.name}"
+            sums[k], numbers[k] = feature_loss_sum(f, out.outputs[f.name], batch.outputs[f.name], every,
+                                                   batch.node_mask, relative=relative)
         if self.hint_decoders is not None:
             steps = batch.max_length - 1  # hint targets hints[1:]; predictions past them (T = 1) are unused
             valid = batch.lengths[:, None] > torch.arange(1, steps + 1, device=batch.device)[None, :]  # (B, steps)
             for f in self.hint_features:
-                terms[f"hint.{f.name}"] = feature_loss(f, out.hints[f.name][:, :steps], batch.hints[f.name][:, 1:],
+                k = f"hint.{f.name}"
+                sums[k], numbers[k] = feature_loss_sum(f, out.hints[f.name][:, :steps], batch.hints[f.name][:, 1:],
                                                        valid, batch.node_mask)
-        total = torch.stack(list(terms.values())).sum()
-        values = torch.stack([t.detach() for t in terms.values()]).tolist()
-        return total, dict(zip(terms, values))
+        number = torch.stack(list(numbers.values()))  # (K,)
+        # a term with no valid element is 0, not NaN (the reference's max(count, eps))
+        terms = torch.stack(list(sums.values())) / (number.clamp(min=1) if counts is None else counts(number))
+        return terms.sum(), dict(zip(sums, terms.detach().tolist()))
 
     @torch.no_grad()
     def predict(self, out: NetOutput) -> dict[str, torch.Tensor]:

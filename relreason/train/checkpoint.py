@@ -3,7 +3,8 @@
 
 Weights are never pickled. The whole directory is written under a temporary name and swapped in,
 so a run killed at any moment leaves either the previous checkpoint or the new one, never a mix.
-Loading is strict and names missing or unexpected keys.
+It gets the permissions the user's umask gives new directories and files. Loading is strict and
+names missing or unexpected keys; an unreadable file is reported as such, never as corrupt.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from safetensors.torch import load_file, save_file
 
 from relreason import __version__
 from relreason.config import Config, config_from_dict
+from relreason.data.store import current_umask, owner_tag, remove_stale_temporaries
 from relreason.errors import RelreasonError
 
 FORMAT = 1  # bump when the checkpoint layout changes incompatibly
@@ -58,7 +60,8 @@ def save_checkpoint(path: Path, model: torch.nn.Module, cfg: Config, spec_hash: 
     """Writes a checkpoint directory atomically (temp dir + rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    remove_stale_temporaries(path.parent)  # of a writer killed before its rename
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{owner_tag()}.", suffix=".tmp", dir=path.parent))
     try:
         save_file(_state_for_safetensors(model.state_dict()), tmp / "model.safetensors")
         meta = {"format": FORMAT, "relreason": __version__, "spec_hash": spec_hash, "config": cfg.to_dict(),
@@ -70,7 +73,10 @@ def save_checkpoint(path: Path, model: torch.nn.Module, cfg: Config, spec_hash: 
             (tmp / "optimizer.json").write_text(json.dumps(opt_meta))
         if trainer_state is not None:
             (tmp / "trainer_state.json").write_text(json.dumps(trainer_state, indent=2))
-        os.chmod(tmp, 0o755)
+        umask = current_umask()  # mkdtemp makes 0700 and safetensors writes 0600: give the usual modes
+        for f in tmp.iterdir():
+            os.chmod(f, 0o666 & ~umask)
+        os.chmod(tmp, 0o777 & ~umask)
         old = None
         if path.exists():
             old = path.with_name(f".{path.name}.old")
@@ -98,12 +104,17 @@ def read_checkpoint_meta(path: Path) -> dict:
     path = Path(path)
     recover(path)
     cfg_file = path / "config.json"
-    if not cfg_file.is_file():
-        raise RelreasonError(f"{path} is not a checkpoint (no config.json)",
-                             "give a run directory (runs/NAME) or a checkpoint directory (runs/NAME/best)")
     try:
-        meta = json.loads(cfg_file.read_text())
-    except json.JSONDecodeError:
+        text = cfg_file.read_text()
+    except PermissionError:
+        raise RelreasonError(f"cannot read {cfg_file}: permission denied",
+                             "check the permissions of the checkpoint and its directories (ls -l)") from None
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        raise RelreasonError(f"{path} is not a checkpoint (no config.json)",
+                             "give a run directory (runs/NAME) or a checkpoint directory (runs/NAME/best)") from None
+    try:
+        meta = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError):
         raise RelreasonError(f"{cfg_file} is corrupt", "use another checkpoint, e.g. best/ or last/") from None
     if meta.get("format") != FORMAT:
         raise RelreasonError(f"{path} has checkpoint format {meta.get('format')!r}, this relreason reads {FORMAT}",
@@ -118,8 +129,7 @@ def load_config(path: Path) -> Config:
 def load_weights(path: Path, model: torch.nn.Module) -> None:
     """Loads model.safetensors strictly into `model`, naming missing/unexpected keys."""
     file = Path(path) / "model.safetensors"
-    if not file.is_file():
-        raise RelreasonError(f"{file} does not exist", "the checkpoint is incomplete; use another one")
+    _check_readable(file, "the checkpoint is incomplete; use another one")
     try:
         state = load_file(str(file))
     except (SafetensorError, OSError) as e:
@@ -136,8 +146,25 @@ def load_weights(path: Path, model: torch.nn.Module) -> None:
     model.load_state_dict(state, strict=True)
 
 
+def _check_readable(file: Path, hint_missing: str) -> None:
+    """Raises a RelreasonError naming the problem when `file` cannot be opened for reading, so that
+    the safetensors reader's failures afterwards really mean a damaged file."""
+    try:
+        with open(file, "rb"):
+            pass
+    except PermissionError:
+        raise RelreasonError(f"cannot read {file}: permission denied",
+                             "check the permissions of the checkpoint and its directories (ls -l)") from None
+    except (FileNotFoundError, NotADirectoryError):
+        raise RelreasonError(f"{file} does not exist", hint_missing) from None
+    except IsADirectoryError:
+        raise RelreasonError(f"{file} is a directory, not a weights file", hint_missing) from None
+
+
 def load_optimizer(path: Path, optimizer: torch.optim.Optimizer) -> None:
     path = Path(path)
+    for name in ("optimizer.safetensors", "optimizer.json"):
+        _check_readable(path / name, "start a new run without --resume")
     try:
         tensors = load_file(str(path / "optimizer.safetensors"))
         meta = json.loads((path / "optimizer.json").read_text())
@@ -148,6 +175,7 @@ def load_optimizer(path: Path, optimizer: torch.optim.Optimizer) -> None:
 
 
 def load_trainer_state(path: Path) -> dict:
+    _check_readable(Path(path) / "trainer_state.json", "start a new run without --resume")
     try:
         return json.loads((Path(path) / "trainer_state.json").read_text())
     except (OSError, json.JSONDecodeError):

@@ -29,10 +29,20 @@ def results_table(run_dir: Path, fmt: str) -> str:
     from relreason.tasks import METRIC_LABELS
 
     res = read_results(run_dir)
-    rows = score_rows({**res["test"], "per_task": res.get("per_task") or {}})
+    rows, columns = _table(res)
     label = res.get("test_label") or f"test, n={res['test_size']}"
     metric = METRIC_LABELS.get(res.get("metric", "clrs"), res.get("metric"))
-    return render(rows, ["feature", "score"], fmt, title=f"{res['model']} on {res['task']}, {label}: {metric}")
+    return render(rows, columns, fmt, title=f"{res['model']} on {res['task']}, {label}: {metric}")
+
+
+def _table(res: dict) -> tuple[list[dict], list[str]]:
+    """The test's rows and columns: per feature, or per (algorithm, size) for text tasks."""
+    test = {**res["test"], "per_task": res.get("per_task") or {}}
+    if res.get("metric") == "text_clrs":
+        from relreason.train.text import text_table
+
+        return text_table(test)
+    return score_rows(test), ["feature", "score"]
 
 
 def export_bundle(run_dir: Path, out_dir: Path | None = None) -> Path:
@@ -48,8 +58,8 @@ def export_bundle(run_dir: Path, out_dir: Path | None = None) -> Path:
     tmp = out_dir.with_name(f".{out_dir.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    shutil.copy2(best / "model.safetensors", tmp / "model.safetensors")
-    shutil.copy2(best / "config.json", tmp / "config.json")
+    for name in ("model.safetensors", "config.json"):  # contents only: new files take the exporting user's umask
+        shutil.copyfile(best / name, tmp / name)
     (tmp / "MODEL_CARD.md").write_text(model_card(res))
     if out_dir.exists():
         out_dir.rmdir()
@@ -61,10 +71,12 @@ def model_card(res: dict) -> str:
     from relreason.tasks import METRIC_LABELS
 
     metric = res.get("metric", "clrs")
-    table = render(score_rows({**res["test"], "per_task": res.get("per_task") or {}}), ["feature", "score"], "md")
+    table = render(*_table(res), "md")
     label = res.get("test_label") or f"test, n={res['test_size']}"
-    again = (f"relreason eval THIS_DIRECTORY --ood {res['test_size']}" if metric != "relative_loss" else
-             f"relreason eval THIS_DIRECTORY --ood {res['config']['data'].get('test_backbone', 100)}")
+    again = {"relative_loss": f"relreason eval THIS_DIRECTORY --ood {res['config']['data'].get('test_backbone', 100)}",
+             "text_clrs": "relreason eval THIS_DIRECTORY --sizes "
+                          + ",".join(map(str, res["config"]["data"].get("test_sizes", ())))
+             }.get(metric, f"relreason eval THIS_DIRECTORY --ood {res['test_size']}")
     deviation = f"\n**Deviation from the paper's protocol:** {res['deviation']}\n" if res.get("deviation") else ""
     return (f"# {res['model']} on {res['task']}\n\n"
             f"Trained with relreason {res['relreason']}, seed {res['seed']}, recipe {res.get('recipe')}:"

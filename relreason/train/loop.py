@@ -14,6 +14,15 @@ same weights as one never interrupted (on CPU). A validation record is appended 
 before `last/` moves forward, so a kill never loses a line (resuming drops lines written after the
 checkpoint it resumes from, and they are written again).
 
+Ctrl-C and SIGTERM stop the loop at the end of the current step (where weights, optimizer and
+counters agree) and save `last/` there; a second Ctrl-C stops at once without saving.
+
+Several processes (torchrun, relreason.train.distributed): every process calls `run`; each trains
+its rows of every global batch with DistributedDataParallel and evaluates its share of validation
+and test; rank 0 alone holds the lock and writes (checkpoints, metrics, results, console). The noise
+and the loss normalization make N processes train as one with the same global batch (to float
+rounding), so a run may resume with another number of processes.
+
 Run directory `runs/<name>/`: `best/` and `last/` checkpoints, `config.json` (the resolved config),
 `metrics.jsonl` (one JSON line per validation, the resume events and the final test), `results.json`
 (the summary that `runs`, `compare` and `export` read) and `.lock` (held while a process trains).
@@ -22,8 +31,10 @@ Run directory `runs/<name>/`: `best/` and `last/` checkpoints, `config.json` (th
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,9 +129,12 @@ def has_progress(run_dir: Path) -> bool:
 
 
 def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: bool = False,
-        show_progress: bool = True, command: str | None = None, log=None) -> RunResult:
-    """Trains `cfg.model_name` on `cfg.task`; returns where the run is and how it scored."""
-    from relreason.models.build import resolve_device
+        show_progress: bool = True, command: str | None = None, log=None, lock: RunLock | None = None) -> RunResult:
+    """Trains `cfg.model_name` on `cfg.task`; returns where the run is and how it scored.
+
+    Under torchrun every process calls it (see the module docstring). `lock`: the run directory's lock,
+    already held by the caller (`ablate` claims a cell before training it); by default `run` takes it."""
+    from relreason.train.distributed import Distributed
     from relreason.train.workloads import build_workload
 
     log = log or (lambda msg: print(msg, file=sys.stderr))
@@ -129,34 +143,65 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
     if resume and name is None:
         raise RelreasonError("--resume needs the run's --name", "e.g. relreason train mpnn bfs --name myrun --resume")
     keep_freed_memory()
-    run_dir = Path(out) / (name or default_run_name(cfg))
-    if not resume and has_progress(run_dir):
-        raise RelreasonError(f"run directory {run_dir} already exists", "pass --resume to continue it or another --name")
-    with RunLock(run_dir):
+    with Distributed.start(cfg.train.device) as dd:
+        if not dd.main:
+            log, show_progress = _quiet, False
+        run_dir = Path(out) / dd.broadcast(name or default_run_name(cfg))  # the name holds rank 0's clock
+        with _claim(run_dir, resume, dd, lock):
+            dd.set_threads(cfg.train.threads)
+            workload = build_workload(cfg, dd.device)
+            try:
+                if dd.world > 1 and not workload.supports_distributed:
+                    raise RelreasonError(f"{cfg.model_name} does not train on several processes yet",
+                                         "run it in one process (without torchrun)")
+                session = _Session(cfg, run_dir, workload, command, log, show_progress, dd)
+                session.open(resume)
+                interrupted = session.train()
+                result = session.result(interrupted)
+                if not interrupted:
+                    session.final_test(result)
+                return result
+            finally:
+                workload.close()
+
+
+def _quiet(msg: str) -> None:
+    """The log of ranks other than 0: rank 0 speaks for all."""
+
+
+def _exists(run_dir: Path) -> RelreasonError:
+    return RelreasonError(f"run directory {run_dir} already exists", "pass --resume to continue it or another --name")
+
+
+@contextmanager
+def _claim(run_dir: Path, resume: bool, dd, lock: RunLock | None):
+    """Rank 0 takes the run directory's lock (unless `lock` is already held) and checks that a new run
+    overwrites nothing; the other ranks wait for the outcome and raise its error too."""
+    taken: list[RunLock] = []
+
+    def take() -> None:
+        if not resume and has_progress(run_dir):
+            raise _exists(run_dir)
+        if lock is None:
+            taken.append(RunLock(run_dir).acquire())
         if not resume and has_progress(run_dir):  # another process got here first
-            raise RelreasonError(f"run directory {run_dir} already exists", "pass --resume to continue it or another --name")
-        if cfg.train.threads:
-            torch.set_num_threads(cfg.train.threads)
-        device = resolve_device(cfg.train.device)
-        workload = build_workload(cfg, device)
-        try:
-            session = _Session(cfg, run_dir, workload, command, log, show_progress)
-            session.open(resume)
-            interrupted = session.train()
-            result = session.result(interrupted)
-            if not interrupted:
-                session.final_test(result)
-            return result
-        finally:
-            workload.close()
+            raise _exists(run_dir)
+
+    try:
+        dd.on_main(take)
+        yield
+    finally:
+        for held in taken:
+            held.release()
 
 
 class _Session:
-    """One process training one run directory (the state `run` threads through its phases)."""
+    """One process training one run directory (the state `run` threads through its phases); with
+    several processes, `dd` (relreason.train.distributed) is its place in the group."""
 
-    def __init__(self, cfg: Config, run_dir: Path, workload, command: str | None, log, show_progress: bool):
+    def __init__(self, cfg: Config, run_dir: Path, workload, command: str | None, log, show_progress: bool, dd):
         self.cfg, self.run_dir, self.wl, self.command, self.log = cfg, run_dir, workload, command, log
-        self.show_progress = show_progress
+        self.show_progress, self.dd = show_progress, dd
         self.last_dir, self.best_dir = run_dir / "last", run_dir / "best"
         self.metrics = run_dir / "metrics.jsonl"
         self.opt = torch.optim.Adam(workload.model.parameters(), lr=cfg.train.lr, foreach=True)
@@ -168,6 +213,23 @@ class _Session:
     # -- phase 1: the run directory ------------------------------------------------------------
 
     def open(self, resume: bool) -> None:
+        self.dd.on_main(lambda: self._open_directory(resume))
+        if resume and self.dd.world > 1:
+            self._share(with_optimizer=True)
+
+    def _share(self, with_optimizer: bool) -> None:
+        """Rank 0's weights (and optimizer and counters) on every rank, which need not see its files."""
+        dd, model = self.dd, self.wl.model
+        mine = (_cpu(model.state_dict()), _cpu(self.opt.state_dict()) if with_optimizer else None,
+                dict(self.state)) if dd.main else None
+        weights, optimizer, state = dd.broadcast(mine)
+        if not dd.main:
+            model.load_state_dict(weights)
+            if with_optimizer:
+                self.opt.load_state_dict(optimizer)
+                self.state.update(state)
+
+    def _open_directory(self, resume: bool) -> None:
         cfg, t = self.cfg, self.cfg.train
         if resume:
             stored = stored_config(self.run_dir)
@@ -185,7 +247,7 @@ class _Session:
                                      f"train.train_examples={t.train_examples}", "give a budget at least that large")
             _truncate_metrics(self.metrics, self.state["examples"])
             _append(self.metrics, {"event": "resume", "examples": self.state["examples"],
-                                   "changed": {k: list(v) for k, v in changed.items()}})
+                                   "changed": {k: list(v) for k, v in changed.items()}, "processes": self.dd.world})
             self.log(f"resumed {self.run_dir} at {self.state['examples']} examples"
                      + (f" (changed: {', '.join(sorted(changed))})" if changed else ""))
         else:
@@ -195,6 +257,8 @@ class _Session:
                                                    "sources": cfg.sources, "command": self.command})
 
     def checkpoint(self, which: Path, with_optimizer: bool) -> None:
+        if not self.dd.main:
+            return
         ckpt.save_checkpoint(which, self.wl.model, self.cfg, self._spec_hash(), self.extra,
                              self.opt if with_optimizer else None, dict(self.state) if with_optimizer else None)
 
@@ -208,17 +272,29 @@ class _Session:
 
     # -- phase 2: training ---------------------------------------------------------------------
 
+    def evaluate(self, split: str, desc: str) -> dict:
+        """The workload's scores on `split`; with several processes each scores its share and all get
+        the merged scores (equal to one process's)."""
+        dd = self.dd
+        with progress(self.wl.eval_total(split), desc, unit="ex", disable=not self.show_progress) as bar:
+            if dd.world == 1:
+                return self.wl.evaluate(split, on_examples=bar.update)
+            from relreason.train.workloads import Shard
+
+            return self.wl.evaluate(split, on_examples=lambda k: bar.update(k * dd.world),  # rank 0's share
+                                    shard=Shard(dd.rank, dd.world, dd.gather))
+
     def validate(self) -> float:
         st = self.state
-        with progress(self.wl.eval_total("val"), "validation", unit="ex", disable=not self.show_progress) as bar:
-            res = self.wl.evaluate("val", on_examples=bar.update)
+        res = self.evaluate("val", "validation")
         rec = {"event": "val", "step": st["step"], "examples": st["examples"], "loss": st["last_loss"],
                **{k: res[k] for k in ("score", "outputs", "hints")}, "time": round(st["seconds"], 2)}
         if res.get("per_task"):
             rec["per_task"] = {k: {"score": v["score"], "outputs": v["outputs"]} for k, v in res["per_task"].items()}
         score = float(res["score"])
         improved = st["best_val"] is None or (score < st["best_val"] if self.wl.lower_is_better else score > st["best_val"])
-        _append(self.metrics, rec)  # first: a kill after this line re-validates on resume, never loses it
+        if self.dd.main:
+            _append(self.metrics, rec)  # first: a kill after this line re-validates on resume, never loses it
         if improved:
             st["best_val"], st["best_examples"] = score, st["examples"]
             self.checkpoint(self.best_dir, with_optimizer=False)
@@ -230,32 +306,38 @@ class _Session:
 
     def train(self) -> bool:
         """Runs steps until the budget; returns True when interrupted (Ctrl-C / SIGTERM)."""
-        cfg, t, st = self.cfg, self.cfg.train, self.state
+        cfg, t, st, dd = self.cfg, self.cfg.train, self.state, self.dd
         model = self.wl.model
+        module = dd.wrap(model, partial=getattr(self.wl, "partial_updates", False))
         per_step = t.batch_size
         bar = progress(t.train_examples, _desc(cfg), unit="ex", disable=not self.show_progress,
                        initial=st["examples"])
         started = time.time() - st["seconds"]
         next_eval = (st["examples"] // t.eval_every_examples + 1) * t.eval_every_examples
         model.train()
+        stop = False
         try:
-            with _terminate_as_interrupt():
+            with _StopRequests(self.log) as requests:
                 if st["step"] == 0:
                     self.validate()
-                while st["examples"] < t.train_examples:
+                while st["examples"] < t.train_examples and not stop:
                     step = st["step"]
                     losses = []
-                    for part in self.wl.step_batches(step):
-                        loss, _terms = self.wl.loss(model, part, step)
-                        if not torch.isfinite(loss):
-                            raise RelreasonError(f"the loss became {loss.item()} at step {step}",
+                    for part in self.wl.step_batches(step, dd.rank, dd.world):
+                        loss, _terms = self.wl.loss(module, part, step)
+                        # one exchange per update: the global batch's loss (the mean of the ranks') and
+                        # whether any rank was asked to stop, so that all stop after the same step
+                        total, asked = dd.sum([float(loss.detach()), float(requests.requested)])
+                        value, stop = total / dd.world, stop or asked > 0
+                        if not math.isfinite(value):
+                            raise RelreasonError(f"the loss became {value} at step {step}",
                                                  "lower train.lr or set train.grad_clip")
                         self.opt.zero_grad(set_to_none=True)
                         loss.backward()
                         if t.grad_clip is not None:
-                            torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip, foreach=True)
+                            clip_grad_norm(model, t.grad_clip)
                         self.opt.step()
-                        losses.append(float(loss.item()))
+                        losses.append(value)
                     st["step"] += 1
                     st["examples"] += per_step
                     st["last_loss"] = sum(losses) / len(losses)
@@ -267,13 +349,17 @@ class _Session:
                         bar.set_postfix(loss=_fmt(st["last_loss"]), val=f"{score:.3f}", best=f"{st['best_val']:.3f}")
                     else:
                         bar.set_postfix(loss=_fmt(st["last_loss"]), best=f"{st['best_val']:.3f}", refresh=False)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # a second Ctrl-C: the step may be half done, so nothing is saved
+            self.log(f"\nstopped without saving; --name {self.run_dir.name} --resume continues from the last "
+                     f"checkpoint")
+            return True
+        finally:
+            bar.close()
+        if stop:
             st["seconds"] = time.time() - started
             self.checkpoint(self.last_dir, with_optimizer=True)
             self.log(f"\ninterrupted: saved {self.last_dir}; continue with --name {self.run_dir.name} --resume")
             return True
-        finally:
-            bar.close()
         return False
 
     def result(self, interrupted: bool) -> RunResult:
@@ -287,24 +373,41 @@ class _Session:
     def final_test(self, result: RunResult) -> None:
         cfg, st = self.cfg, self.state
         t0 = time.time()
-        ckpt.load_weights(self.best_dir, self.wl.model)
-        with progress(self.wl.eval_total("test"), "final test", unit="ex", disable=not self.show_progress) as bar:
-            res = self.wl.evaluate("test", on_examples=bar.update)
+        self.dd.on_main(lambda: ckpt.load_weights(self.best_dir, self.wl.model))
+        if self.dd.world > 1:
+            self._share(with_optimizer=False)
+        res = self.evaluate("test", "final test")
         result.test = {k: res[k] for k in ("score", "outputs", "hints")}
         if res.get("per_task"):
             result.test["per_task"] = res["per_task"]
         result.test_size, result.test_label = res["size"], res["label"]
         result.seconds = st["seconds"] + (time.time() - t0)
+        if not self.dd.main:
+            return
         _append(self.metrics, {"event": "test", "size": res["size"], "num": res["num"], "label": res["label"],
                                "best_examples": st["best_examples"], **result.test})
         summary = {"relreason": __version__, "model": cfg.model_name, "task": cfg.task, "tasks": cfg.tasks,
                    "seed": cfg.train.seed, "recipe": cfg.recipe, "deviation": self.deviation, "command": self.command,
                    "metric": self.wl.metric, "lower_is_better": self.wl.lower_is_better,
-                   "steps": st["step"], "examples": st["examples"], "seconds": round(result.seconds, 1),
+                   "steps": st["step"], "examples": st["examples"], "processes": self.dd.world,
+                   "seconds": round(result.seconds, 1),
                    "train_seconds": round(st["seconds"], 1), "best_val": st["best_val"],
                    "best_examples": st["best_examples"], "test_size": res["size"], "test_label": res["label"],
                    "test": result.test, "per_task": res.get("per_task") or {}, "config": cfg.to_dict()}
         _write_json(self.run_dir / "results.json", summary)
+
+
+def clip_grad_norm(model: torch.nn.Module, max_norm: float) -> torch.Tensor:
+    """Global-norm clipping as torch's clip_grad_norm_ (same coefficient), but out of place: autograd
+    may give several parameters views of one gradient buffer (the encoders' biases, summed in the
+    forward), and scaling in place would scale that buffer once per parameter. Returns the norm."""
+    params = [p for p in model.parameters() if p.grad is not None]
+    grads = [p.grad for p in params]
+    norm = torch.nn.utils.get_total_norm(grads, foreach=True)
+    coef = torch.clamp(max_norm / (norm + 1e-6), max=1.0)
+    for p, g in zip(params, grads):
+        p.grad = g * coef
+    return norm
 
 
 def _desc(cfg: Config) -> str:
@@ -315,27 +418,55 @@ def _fmt(x) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
-class _terminate_as_interrupt:
-    """SIGTERM (a scheduler's stop, `kill`) is handled like Ctrl-C: checkpoint, then exit."""
+class _StopRequests:
+    """Ctrl-C and SIGTERM (a scheduler's stop, `kill`, torchrun passing either on) set `requested`: the
+    loop stops after the current step, where weights, optimizer and counters agree, and saves there.
+    A second Ctrl-C, PATIENCE seconds or more after the first, stops at once without saving. Only the
+    main thread can catch signals (elsewhere nothing is installed), and an ignored SIGINT (a job
+    started in the background) stays ignored."""
 
-    def __enter__(self):
+    PATIENCE = 2.0  # s: torchrun passes on the Ctrl-C the terminal already delivered: that is not a second one
+
+    def __init__(self, log):
+        self.log, self.requested, self._first = log, False, 0.0
+        self._old: dict = {}
+
+    def __enter__(self) -> "_StopRequests":
         import signal
         import threading
 
-        self._old = None
         if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGTERM, _raise_interrupt)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                if signal.getsignal(sig) is not signal.SIG_IGN:
+                    self._old[sig] = signal.signal(sig, self._handle)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         import signal
 
-        if self._old is not None:
-            signal.signal(signal.SIGTERM, self._old)
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+    def _handle(self, signum, frame) -> None:
+        import signal
+
+        now = time.monotonic()
+        if not self.requested:
+            self.requested, self._first = True, now
+            self.log("\nstopping after this step (it saves a checkpoint to resume from); Ctrl-C again stops at once")
+        elif signum == signal.SIGINT and now - self._first >= self.PATIENCE:
+            raise KeyboardInterrupt
 
 
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt
+def _cpu(obj):
+    """A state dict with every tensor on the CPU (for broadcasting between ranks on other devices)."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().cpu()
+    if isinstance(obj, dict):
+        return {k: _cpu(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_cpu(v) for v in obj)
+    return obj
 
 
 def _write_json(path: Path, obj: dict) -> None:

@@ -14,15 +14,23 @@ the model, the data and the metric:
   update; validation per algorithm; the run's score is their mean.
 - Text workloads (CLRS-Text, TransNAR) register in `WORKLOADS` from their own modules.
 
+Distributed training (relreason.train.distributed): `step_batches(step, rank, world)` gives this
+rank's rows of the global batch, `loss(..., counts)` normalizes by the global batch's counts and
+`evaluate(..., shard=Shard(...))` scores this rank's share of a split and merges the shards' scorer
+statistics, so the scores equal a one-process evaluation exactly. A workload that does all three says
+so with `supports_distributed = True`; the loop refuses to run others on several processes.
+
 Determinism: the examples of step k and every noise draw come from generators seeded by
 `relreason.seeds.derive_seed(seed, purpose, step, ...)`, so a resumed run sees exactly the data and
-noise of an uninterrupted one.
+noise of an uninterrupted one. Noise is drawn for the global batch (relreason.models.noise), so it
+does not depend on the number of processes either.
 """
 
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import torch
@@ -41,6 +49,8 @@ class Workload(abc.ABC):
     model: nn.Module
     lower_is_better: bool = False
     metric: str = "clrs"
+    supports_distributed: bool = False  # exact on several processes (module docstring)
+    partial_updates: bool = False  # an update trains only part of the model (multi-task: one task's net)
 
     @property
     def metric_label(self) -> str:
@@ -52,12 +62,14 @@ class Workload(abc.ABC):
 
     @abc.abstractmethod
     def loss(self, module: nn.Module, part: Any, step: int) -> tuple[torch.Tensor, dict[str, float]]:
-        """The training loss of one part (forward through `module`, which may wrap `self.model`)."""
+        """The training loss of one part (forward through `module`, which may wrap `self.model`).
+        Distributed workloads normalize it by the global batch's counts (module docstring)."""
 
     @abc.abstractmethod
     def evaluate(self, split: str, on_examples: Callable[[int], None] | None = None) -> dict:
         """Scores the current model on `split` (val | test): {"score", "outputs", "hints", "per_task",
-        "size", "num", "label"}. `on_examples(k)` is called as batches finish (progress)."""
+        "size", "num", "label"}. `on_examples(k)` is called as batches finish (progress).
+        Distributed workloads also take `shard=Shard(...)` (module docstring)."""
 
     def eval_total(self, split: str) -> int:
         """Number of examples `evaluate(split)` scores (for progress bars)."""
@@ -68,6 +80,16 @@ class Workload(abc.ABC):
 
 
 WORKLOADS: Registry[Callable[[Config, torch.device], Workload]] = Registry("workload family")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """This process's share of a distributed evaluation: the batches b with b % world == rank.
+    `gather(obj)` returns every rank's obj in rank order (relreason.train.distributed)."""
+
+    rank: int
+    world: int
+    gather: Callable[[Any], list[Any]]
 
 
 def build_workload(cfg: Config, device: torch.device) -> Workload:
@@ -88,7 +110,8 @@ def step_indices(seed: int, step: int, n: int, batch_size: int, task_index: int 
 
 
 def noise_generator(seed: int, step: int, task_index: int = 0) -> torch.Generator:
-    """Random positions, teacher forcing, Gumbel noise and dropout of one training update."""
+    """A plain generator on the stream of one training update (training itself draws its noise
+    through `step_noise`, which keys every draw site off the same seed)."""
     return torch.Generator().manual_seed(derive_seed(seed, Purpose.NOISE, step, task_index))
 
 
@@ -98,7 +121,27 @@ def validation_generator(seed: int, task_index: int = 0) -> torch.Generator:
     return torch.Generator().manual_seed(derive_seed(seed, Purpose.VALIDATION, task_index))
 
 
+def step_noise(seed: int, step: int, task_index: int, rows: np.ndarray | None, batch_size: int):
+    """The noise of one training update (random positions, teacher forcing, Gumbel noise, dropout),
+    drawn for the global batch of `batch_size`; `rows` are this process's rows of it (None: all)."""
+    from relreason.models.noise import Noise
+
+    base = derive_seed(seed, Purpose.NOISE, step, task_index)
+    return Noise.whole(base, batch_size) if rows is None else Noise(base, torch.as_tensor(rows), batch_size)
+
+
+class NarPart(NamedTuple):
+    """One optimizer update of a NAR step: a task's batch (this rank's rows) and its noise."""
+
+    task_index: int
+    batch: Any  # relreason.models.batch.Batch
+    noise: Any  # relreason.models.noise.Noise
+    world: int  # processes sharing the global batch
+
+
 class NarWorkload(Workload):
+    supports_distributed = True
+
     def __init__(self, cfg: Config, device: torch.device):
         from relreason.models.build import build_nar
 
@@ -106,6 +149,7 @@ class NarWorkload(Workload):
         self.built = build_nar(cfg, device)
         self.model = self.built.model
         self.tasks = self.built.tasks
+        self.partial_updates = self.built.multi
         first = self.tasks[0]
         self.lower_is_better, self.metric = first.lower_is_better, first.metric
         self._eval_cache: dict[tuple, Any] = {}
@@ -121,7 +165,7 @@ class NarWorkload(Workload):
 
     # training ----------------------------------------------------------------------------------
 
-    def step_batches(self, step: int, rank: int = 0, world: int = 1) -> list[tuple[int, Any]]:
+    def step_batches(self, step: int, rank: int = 0, world: int = 1) -> list[NarPart]:
         from relreason.models.batch import Batch
 
         t = self.cfg.train
@@ -138,20 +182,22 @@ class NarWorkload(Workload):
                 ds = train.take(step_indices(t.seed, step, len(train), t.batch_size, i))
                 if rows is not None:
                     ds = ds.take(rows)
-            batch = Batch.from_dataset(ds, self.cfg.model, self.built.specs[task.name], self.device,
-                                       generator=noise_generator(t.seed, step, i))
-            parts.append((i, batch))
+            noise = step_noise(t.seed, step, i, rows, t.batch_size)
+            batch = Batch.from_dataset(ds, self.cfg.model, self.built.specs[task.name], self.device, generator=noise)
+            parts.append(NarPart(i, batch, noise, world))
         return parts
 
-    def loss(self, module: nn.Module, part: tuple[int, Any], step: int) -> tuple[torch.Tensor, dict[str, float]]:
-        i, batch = part
+    def loss(self, module: nn.Module, part: NarPart, step: int) -> tuple[torch.Tensor, dict[str, float]]:
+        from relreason.train.distributed import count_normalizer
+
+        i, batch, noise, world = part
         task = self.tasks[i].name
-        gen = noise_generator(self.cfg.train.seed, step, i)
         if self.built.multi:
-            out = module(task, batch, train=True, generator=gen)
+            out = module(task, batch, train=True, generator=noise)
         else:
-            out = module(batch, train=True, generator=gen)
-        loss, terms = self.built.net(task).loss(batch, out)
+            out = module(batch, train=True, generator=noise)
+        counts = count_normalizer(world) if world > 1 else None
+        loss, terms = self.built.net(task).loss(batch, out, counts=counts)
         return loss, ({f"{task}/{k}": v for k, v in terms.items()} if self.built.multi else terms)
 
     # evaluation --------------------------------------------------------------------------------
@@ -172,8 +218,9 @@ class NarWorkload(Workload):
         return sum(len(self.dataset(i, split)) for i in range(len(self.tasks)))
 
     def evaluate(self, split: str, on_examples=None, *, size: int | None = None, num: int | None = None,
-                 seed: int | None = None, batch_size: int | None = None, sizes: list[int] | None = None) -> dict:
-        from relreason.eval.evaluate import evaluate_dataset
+                 seed: int | None = None, batch_size: int | None = None, sizes: list[int] | None = None,
+                 shard: Shard | None = None) -> dict:
+        from relreason.eval.evaluate import score_dataset
 
         if sizes is not None:
             raise RelreasonError("--sizes applies to text tasks", "for graph tasks test at another size with --ood N")
@@ -184,10 +231,18 @@ class NarWorkload(Workload):
             net = self.built.net(task.name)
             # validation randomizes `pos` as training does (the reference validates so); tests use the true positions
             gen = validation_generator(self.cfg.train.seed, i) if split == "val" and self.cfg.model.random_pos else None
-            scores = evaluate_dataset(net, ds, self.built.specs[task.name], self.cfg.model, self.device,
-                                      _pick_batch(batch_size, self.cfg.train.eval_batch_size, net, ds),
-                                      scorer=task.scorer(self.built.specs[task.name]), generator=gen,
-                                      progress=on_examples)
+            spec = self.built.specs[task.name]
+            size_of_batch = _pick_batch(batch_size, self.cfg.train.eval_batch_size, net, ds)
+            if shard is not None:  # every rank must cut the split into the same batches
+                size_of_batch = min(shard.gather(size_of_batch))
+            scorer = score_dataset(net, ds, spec, self.cfg.model, self.device, size_of_batch, on_examples,
+                                   task.scorer(spec), gen, (shard.rank, shard.world) if shard else (0, 1))
+            if shard is not None:
+                states = shard.gather(scorer.state())
+                scorer = task.scorer(spec)
+                for state in states:
+                    scorer.merge(state)
+            scores = scorer.result()
             per_task[task.name] = {**scores.to_dict(), "size": ds.n, "num": len(ds), "label": split_label(ds, split)}
         if not self.built.multi:
             return {**per_task[self.tasks[0].name], "per_task": {}}

@@ -39,7 +39,35 @@ def test_probes_conform_to_spec(name, size, make_small):
             assert np.all(np.abs(x).sum(-1) == 1), f.name
         elif f.type is Type.MASK:
             assert set(np.unique(x)) <= {-1, 0, 1}, f.name
-    np.testing.assert_allclose(ds.inputs["pos"][0][: ds.n // 2 + 1] * 0 + 1, 1)  # pos exists for every algorithm
+
+
+# The storage dtypes the README promises ("Dataset format"), written out independently of the code.
+README_DTYPES = {Type.POINTER: np.int32, Type.SHOULD_BE_PERMUTATION: np.int32, Type.PERMUTATION_POINTER: np.int32,
+                 Type.CATEGORICAL: np.float32, Type.MASK: np.float32, Type.MASK_ONE: np.float32,
+                 Type.SCALAR: np.float64}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_dtypes_are_the_documented_ones(name, make_small):
+    ds = make_small(name)
+    stores = {Stage.INPUT: ds.inputs, Stage.OUTPUT: ds.outputs, Stage.HINT: ds.hints}
+    for f in ds.spec.values():
+        assert stores[f.stage][f.name].dtype == README_DTYPES[f.type], f"{f.stage.value}.{f.name} ({f.type.value})"
+    assert ds.lengths.dtype == np.int64
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pos_is_the_reference_position_input(name, make_small):
+    """Every algorithm has the node input `pos` = i/n; string tasks (haystack then needle, or the two
+    strings of LCS) restart it at 0 for the second string: i/|T| then j/|P|."""
+    ds = make_small(name, size=9)
+    pos = ds.inputs["pos"]
+    assert pos.shape == (len(ds), ds.n)
+    for row in pos:
+        starts = list(np.flatnonzero(row == 0)) + [ds.n]
+        assert starts[0] == 0 and len(starts) - 1 == (2 if "string" in ds.inputs else 1), row
+        for lo, hi in zip(starts, starts[1:]):
+            np.testing.assert_allclose(row[lo:hi], np.arange(hi - lo) / (hi - lo))
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -21,6 +21,12 @@ from relreason.data.store import fingerprint
 GOLDEN = json.loads((Path(__file__).parent / "golden_digests.json").read_text())
 
 
+def test_every_registered_algorithm_has_golden_digests_and_nothing_else():
+    assert set(GOLDEN) == set(ALGORITHMS.names())
+    for name, digests in GOLDEN.items():
+        assert set(digests) == set(CANONICAL_SPLITS), name
+
+
 @pytest.mark.parametrize("split", list(CANONICAL_SPLITS))
 @pytest.mark.parametrize("name", ALGORITHMS.names())
 def test_canonical_split_equals_reference(name, split):

@@ -1,14 +1,21 @@
-"""Dataset files: exact round trip, safetensors compatibility, atomic writes, corrupt files refused."""
+"""Dataset files: exact round trip, safetensors compatibility, atomic writes, corrupt files refused,
+permissions from the umask, temporaries of dead writers removed, unreadable files named as such."""
 
 from __future__ import annotations
 
+import os
+import stat
+from pathlib import Path
+
 import numpy as np
 import pytest
+from fake_runs import dead_pid
 from safetensors.numpy import load_file
 
 from relreason.data import ALGORITHMS, generate, iter_chunks
 from relreason.data.generate import split_meta
-from relreason.data.store import fingerprint, load_dataset, read_meta, save_dataset, write_dataset
+from relreason.data.store import (atomic_path, fingerprint, load_dataset, owner_tag, read_meta,
+                                  remove_stale_temporaries, save_dataset, write_dataset)
 from relreason.errors import RelreasonError
 
 
@@ -59,3 +66,66 @@ def test_corrupt_files_are_refused(tmp_path, damage, make_small):
         path.unlink()
     with pytest.raises(RelreasonError):
         load_dataset(path)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_files_take_the_users_umask(tmp_path, umask, make_small):
+    old = os.umask(umask)
+    try:
+        path = save_dataset(tmp_path / "sub" / "x.safetensors", make_small(ALGORITHMS.names()[0]))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o777 & ~umask
+
+
+def test_temporaries_carry_the_writers_pid(tmp_path, monkeypatch):
+    seen = []
+    real_save = np.save
+
+    def spy(file, arr, *a, **k):
+        seen.append(Path(file).parent.name)
+        return real_save(file, arr, *a, **k)
+
+    monkeypatch.setattr(np, "save", spy)
+    name = ALGORITHMS.names()[0]
+    write_dataset(tmp_path / "x.safetensors", iter_chunks(name, 5, 2, 1, chunk=1), split_meta(name, "custom", 5, 2, 1))
+    assert seen and all(s.startswith(f".spill-{owner_tag()}-") for s in seen)
+    with atomic_path(tmp_path / "y.json") as tmp:
+        assert tmp.name.startswith(f".y.json.{owner_tag()}.") and tmp.name.endswith(".tmp")
+
+
+def test_stale_temporaries_of_dead_writers_are_removed(tmp_path, make_small):
+    host = owner_tag().split("@")[1]
+    dead, alive = dead_pid(), os.getppid()
+    stale = [tmp_path / f".spill-{dead}@{host}-abc123", tmp_path / f".x.safetensors.{dead}@{host}.k2j3.tmp"]
+    kept = [tmp_path / f".spill-{alive}@{host}-abc123", tmp_path / f".x.safetensors.{dead}@otherhost.k2j3.tmp",
+            tmp_path / ".spill-legacy", tmp_path / f".notes.{dead}@{host}.txt"]
+    for p in stale + kept:
+        p.mkdir() if "spill" in p.name else p.write_bytes(b"x")
+    (stale[0] / "0.input.pos.npy").write_bytes(b"x")
+    save_dataset(tmp_path / "x.safetensors", make_small(ALGORITHMS.names()[0]))
+    assert not any(p.exists() for p in stale)
+    assert all(p.exists() for p in kept)
+    assert remove_stale_temporaries(tmp_path / "missing") == []
+
+
+@pytest.mark.parametrize("reader", [load_dataset, read_meta])
+def test_unreadable_file_says_permission_denied_not_corrupt(tmp_path, reader, make_small, monkeypatch):
+    path = save_dataset(tmp_path / "x.safetensors", make_small(ALGORITHMS.names()[0]))
+    real_open = open
+
+    def deny(file, *a, **k):
+        if Path(file) == path:
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *a, **k)
+
+    monkeypatch.setattr("builtins.open", deny)
+    with pytest.raises(RelreasonError, match="permission denied") as e:
+        reader(path)
+    assert "corrupt" not in str(e.value)
+
+
+def test_a_directory_is_not_a_dataset(tmp_path):
+    with pytest.raises(RelreasonError, match="is a directory"):
+        load_dataset(tmp_path)

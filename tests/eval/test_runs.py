@@ -42,8 +42,8 @@ def test_a_run_folder_given_directly_is_listed_under_its_own_name(tmp_path):
     (None, Status.INTERRUPTED),
     ("live", Status.RUNNING),
     ("dead", Status.INTERRUPTED),
-    ("elsewhere", Status.INTERRUPTED),  # another host's pid cannot be checked from here
-    ("pid0", Status.INTERRUPTED),  # os.kill(0, 0) would signal our own process group
+    ("elsewhere", Status.INTERRUPTED),  # a record nobody holds: another host's finished process
+    ("pid0", Status.INTERRUPTED),
 ])
 def test_status_of_unfinished_runs_follows_the_lock(tmp_path, lock, status):
     locks = {None: None, "live": live_lock(), "dead": {**live_lock(), "pid": dead_pid()},

@@ -22,6 +22,7 @@ from relreason.models.net import Net
 from relreason.models.processors.mpnn import MPNNConfig
 from relreason.models.processors.rt import RTConfig
 from relreason.models.processors.transformer import TransformerConfig
+from relreason.train.loop import clip_grad_norm
 
 NAMES = ALGORITHMS.names()
 
@@ -409,7 +410,7 @@ def train_until(name: str, target: float, budget_s: float, size: int = 16, hidde
         loss, _ = net.loss(batch, net(batch, train=True, generator=gen))
         opt.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        clip_grad_norm(net, 1.0)
         opt.step()
         step += 1
         if step % 25 == 0:

@@ -12,6 +12,9 @@ not batched. Each sample runs `_walk` on plain Python lists and logs, per probe 
 the per-step values (s, u, v, s_last, time, ...) and, per node feature, only its changes
 (step, node, value). `_Trace` then assembles the whole batch's [B, T, ...] hint arrays in a few
 vectorized passes (a forward fill of the changes along T) and hands them to the recorder in one call.
+Every array is built with its padding already zero (written once, or never), so the recorder leaves
+it alone. dag_shortest_paths' relaxation phase, whose control flow is the same for every sample (one
+node of the topological order per step), runs for the whole batch at once.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import numpy as np
 
 from relreason.data import samplers
 from relreason.data.algorithms import register
-from relreason.data.probes import Recorder, graph_adjacency, positions
+from relreason.data.probes import Recorder, fill_steps, graph_adjacency, positions
 
 _TICK = 0.01  # the reference's clock step for discovery and finish times (and child counts)
 _COLORS = 3  # white (unvisited), gray (on the stack), black (finished)
@@ -135,34 +138,30 @@ class _Trace:
         ones; with `classes`, a categorical one-hot [B, T, N, classes] float32.
 
         init: [B, N]. Each step holds the previous step's values plus the changes it first shows (a
-        node never changes twice between two pushes); runs of steps without changes are filled at once.
+        node never changes twice between two pushes), zero past the sample's length (`fill_steps`).
         """
-        B, T, n = self.B, self.T, self.n
         log = _floats(self.changes.get(name, [])).reshape(-1, 3)  # [E, 3]: g, node, value
         g, node, value = (np.concatenate([log[:, k]] + [ev[k] for ev in derived]) for k in range(3))
-        sample, step = np.divmod(self.row[g.astype(np.int64)], T)
-        order = np.argsort(step, kind="stable")
-        sample, step, node, value = sample[order], step[order], node[order].astype(np.int64), value[order]
-        steps, starts = np.unique(step, return_index=True)  # the steps with changes, where theirs begin
-        ends = np.append(starts[1:], len(step))
+        sample, step = np.divmod(self.row[g.astype(np.int64)], self.T)
         if classes:
             one_hot = np.eye(classes, dtype=np.float32)
-            out = np.empty((B, T, n, classes), np.float32)
-            out[:, 0] = one_hot[init]
-            value = one_hot[value.astype(np.int64)]
-        else:
-            out = np.empty((B, T, n), init.dtype)
-            out[:, 0] = init
-            value = value.astype(init.dtype)
-        done = 0  # steps 0..done are filled
-        for t, lo, hi in zip(steps.tolist(), starts.tolist(), ends.tolist()):
-            if t > done:
-                out[:, done + 1:t + 1] = out[:, done, None]
-                done = t
-            out[sample[lo:hi], t, node[lo:hi]] = value[lo:hi]
-        if done < T - 1:
-            out[:, done + 1:] = out[:, done, None]
+            init, value = one_hot[init], one_hot[value.astype(np.int64)]
+        return fill_steps(init, self.lengths, self.T, sample, step, node.astype(np.int64), value)
+
+    def constant(self, value: np.ndarray) -> np.ndarray:
+        """A hint that never changes: value [B, ...] at every step of a sample, zero past its length.
+
+        Every byte is written once (np.zeros would write the whole array a first time when its memory
+        is reused rather than fresh from the OS)."""
+        out = np.empty((self.B, self.T) + value.shape[1:], value.dtype)
+        for b, length in enumerate(self.lengths.tolist()):
+            out[b, :length] = value[b]
+            out[b, length:] = 0
         return out
+
+    def finish(self, rec: Recorder, **hints: np.ndarray) -> None:
+        """Hands the hints to the recorder: every array built here is zero past each sample's length."""
+        rec.hint_sequence(self.lengths, zero_padded=hints.keys(), **hints)
 
 
 class _State:
@@ -366,7 +365,7 @@ def dfs(A: np.ndarray):
     rec = Recorder("dfs", n, batch=B)
     rec.input(pos=positions(n, B), A=A, adj=graph_adjacency(A))
     tr, states = _run_walks(A, _Walk.TIMED)
-    rec.hint_sequence(tr.lengths, pi_h=_parents(tr), **_walk_hints(tr, timed=True))
+    tr.finish(rec, pi_h=_parents(tr), **_walk_hints(tr, timed=True))
     rec.output(pi=np.array([st.pi for st in states]))
     return rec.finish()
 
@@ -378,8 +377,8 @@ def topological_sort(A: np.ndarray):
     rec = Recorder("topological_sort", n, batch=B)
     rec.input(pos=positions(n, B), A=A, adj=graph_adjacency(A))
     tr, states = _run_walks(A, _Walk.TOPO)
-    rec.hint_sequence(tr.lengths, topo_h=tr.node("topo", _identity(B, n)), topo_head_h=tr.mask_one(_Col.TOPO_HEAD),
-                      **_walk_hints(tr, timed=False))
+    tr.finish(rec, topo_h=tr.node("topo", _identity(B, n)), topo_head_h=tr.mask_one(_Col.TOPO_HEAD),
+              **_walk_hints(tr, timed=False))
     rec.output(topo=np.array([st.topo for st in states]), topo_head=np.array([st.topo_head for st in states]))
     return rec.finish()
 
@@ -392,9 +391,8 @@ def articulation_points(A: np.ndarray):
     rec.input(pos=positions(n, B), A=A, adj=graph_adjacency(A))
     tr, states = _run_walks(A, _Walk.CUT)
     zeros = np.zeros((B, n))
-    rec.hint_sequence(tr.lengths, is_cut_h=tr.node("is_cut", np.zeros((B, n), np.float32)),
-                      pi_h=_parents(tr), low=_lows(tr),
-                      child_cnt=tr.node("child_cnt", zeros), **_walk_hints(tr, timed=True))
+    tr.finish(rec, is_cut_h=tr.node("is_cut", np.zeros((B, n), np.float32)), pi_h=_parents(tr), low=_lows(tr),
+              child_cnt=tr.node("child_cnt", zeros), **_walk_hints(tr, timed=True))
     rec.output(is_cut=np.array([st.is_cut for st in states]))
     return rec.finish()
 
@@ -408,17 +406,16 @@ def bridges(A: np.ndarray):
     rec.input(pos=positions(n, B), A=A, adj=adj)
     tr, states = _run_walks(A, _Walk.BRIDGE)
     init = adj - 1  # [B, N, N]: edges 0 until found to be bridges, non-edges masked (-1), as the reference
-    is_bridge = np.empty((B, tr.T, n, n), np.float32)
-    is_bridge[:] = init[:, None]
+    is_bridge = tr.constant(init)
     for g, u, v in tr.edge_changes:  # a few per sample: 1 from the push that first shows them on
         b, t = divmod(int(tr.row[g]), tr.T)
-        is_bridge[b, t:, u, v] = is_bridge[b, t:, v, u] = 1
+        end = tr.lengths[b]
+        is_bridge[b, t:end, u, v] = is_bridge[b, t:end, v, u] = 1
     final = init.copy()
     for b, st in enumerate(states):
         for u, v in st.bridges:
             final[b, u, v] = final[b, v, u] = 1
-    rec.hint_sequence(tr.lengths, is_bridge_h=is_bridge, pi_h=_parents(tr),
-                      low=_lows(tr), **_walk_hints(tr, timed=True))
+    tr.finish(rec, is_bridge_h=is_bridge, pi_h=_parents(tr), low=_lows(tr), **_walk_hints(tr, timed=True))
     rec.output(is_bridge=final)
     return rec.finish()
 
@@ -452,11 +449,8 @@ def strongly_connected_components(A: np.ndarray):
         states.append(st)
     tr.assemble()
     phase = np.arange(len(tr.row)) >= np.repeat(second_pass, tr.lengths)  # [G] in the second pass
-    a_t = np.empty((B, tr.T, n, n), np.float32)
-    a_t[:] = graph_adjacency(A_t)[:, None]
-    rec.hint_sequence(tr.lengths, scc_id_h=tr.node("scc_id", _identity(B, n)),
-                      A_t=a_t, phase=tr.graph(phase, np.float32),
-                      **_walk_hints(tr, timed=True))
+    tr.finish(rec, scc_id_h=tr.node("scc_id", _identity(B, n)), A_t=tr.constant(graph_adjacency(A_t)),
+              phase=tr.graph(phase, np.float32), **_walk_hints(tr, timed=True))
     rec.output(scc_id=np.array([st.scc_id for st in states]))
     return rec.finish()
 
@@ -481,7 +475,9 @@ def dag_shortest_paths(A: np.ndarray, s: np.ndarray):
         while st.topo[order[-1]] != order[-1]:
             order.append(st.topo[order[-1]])
         first.append(tr.count)
-        tr.records.extend(x for head in order for x in (_OTHER, source, st.u, st.v, st.s_last, head))
+        pushes = [_OTHER, source, st.u, st.v, st.s_last, 0] * len(order)  # one push per list node
+        pushes[_Col.TOPO_HEAD::_RECORD] = order
+        tr.records.extend(pushes)
         tr.count += len(order)
         heads.append(order)
         tr.end_sample()
@@ -490,10 +486,9 @@ def dag_shortest_paths(A: np.ndarray, s: np.ndarray):
     pi, (g, j, d, i) = _relax_in_topological_order(A, heads, np.asarray(first))
     sources = np.array([order[0] for order in heads])  # the lists' heads: d = 0 and marked from the first relaxation
     mark = (np.concatenate([first, g]), np.concatenate([sources, j]), np.ones(B + len(g)))
-    rec.hint_sequence(tr.lengths, pi_h=tr.node("pi", _identity(B, n), (g, j, i)),
-                      d=tr.node("d", np.zeros((B, n)), (g, j, d)), mark=tr.node("mark", np.zeros((B, n), np.float32), mark),
-                      topo_h=tr.node("topo", _identity(B, n)), topo_head_h=tr.mask_one(_Col.TOPO_HEAD),
-                      phase=tr.graph(tr.kind == _Push.OTHER, np.float32), **hints)
+    tr.finish(rec, pi_h=tr.node("pi", _identity(B, n), (g, j, i)), d=tr.node("d", np.zeros((B, n)), (g, j, d)),
+              mark=tr.node("mark", np.zeros((B, n), np.float32), mark), topo_h=tr.node("topo", _identity(B, n)),
+              topo_head_h=tr.mask_one(_Col.TOPO_HEAD), phase=tr.graph(tr.kind == _Push.OTHER, np.float32), **hints)
     rec.output(pi=pi)
     return rec.finish()
 

@@ -16,12 +16,14 @@ function takes one.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 
 import numpy as np
 
 from relreason.data import samplers
 from relreason.data.algorithms import register
-from relreason.data.probes import Recorder, graph_adjacency, positions
+from relreason.data.algorithms.sorting import one_hot
+from relreason.data.probes import Recorder, fill_steps, graph_adjacency, positions
 from relreason.data.specs import Type
 from relreason.data.trajectory import storage_dtype
 
@@ -35,9 +37,9 @@ class _StepHints:
     built once, in storage form (the per-step `rec.hint` path copies every value three times).
 
     `push` records one step for every sample: values [B, ...], or an index [B] for a mask_one or
-    categorical. Values are kept by reference, so the caller must not change them in place
-    afterwards (the algorithms here rebind their state arrays instead). `finish` passes each
-    sample's number of steps; the Recorder zeroes the steps past it."""
+    categorical (one-hot at `finish`). Values are kept by reference, so the caller must not change
+    them in place afterwards (the algorithms here rebind their state arrays instead). `finish` passes
+    each sample's number of steps; the Recorder zeroes the steps past it."""
 
     def __init__(self, rec: Recorder):
         self.rec = rec
@@ -47,35 +49,37 @@ class _StepHints:
         for name, x in values.items():
             self.steps.setdefault(name, []).append(x)
 
-    def finish(self, lengths: np.ndarray, **ready: np.ndarray) -> None:
-        """Records the hints; `ready` holds hint arrays built whole ([B, T, ...], storage form)."""
+    def finish(self, lengths: np.ndarray, zero_padded: tuple[str, ...] = (), **ready: np.ndarray) -> None:
+        """Records the hints; `ready` holds hint arrays built whole ([B, T, ...], storage form), those
+        named in `zero_padded` with zeros past every length already."""
+        B, n = len(lengths), self.rec.n
         arrays = dict(ready)
         for name, steps in self.steps.items():
             f = self.rec.spec[name]
-            shape = f.shape(self.rec.n)
-            if f.type in (Type.MASK_ONE, Type.CATEGORICAL) and np.ndim(steps[0]) == len(shape):
-                idx = np.stack(steps, axis=1)  # [B, T] indices
-                out = np.zeros(idx.shape + shape[-1:], np.float32)
-                np.put_along_axis(out, idx[..., None], 1.0, axis=-1)
-                arrays[name] = out
-            else:
-                arrays[name] = np.stack(steps, axis=1, dtype=storage_dtype(f))
-        self.rec.hint_sequence(lengths, **arrays)
+            index = f.type in (Type.MASK_ONE, Type.CATEGORICAL) and np.ndim(steps[0]) == len(f.shape(n))
+            out = np.empty((B, len(steps)) + np.shape(steps[0])[1:], np.int64 if index else storage_dtype(f))
+            for t, x in enumerate(steps):  # one step at a time: np.stack converting the dtype is 2-3x slower
+                out[:, t] = x
+            arrays[name] = one_hot(out, f.shape(n)[-1]) if index else out
+        self.rec.hint_sequence(lengths, zero_padded=zero_padded, **arrays)
 
 
-def _extract_min(keys: np.ndarray) -> np.ndarray:
-    """The reference's extract-min `argsort(keys)[0]` per row of keys [B, N], as indices [B].
+def _extract_min(value: np.ndarray, in_queue: np.ndarray) -> np.ndarray:
+    """The reference's extract-min `argsort(value + (1 - in_queue) * 1e9)[0]` per row of value and
+    in_queue [B, N], as indices [B].
 
-    argmin gives the same node whenever the least queued key is unique; rows where it is not are
-    argsorted as the reference does (argsort, unlike argmin, need not pick the first of equal keys).
-    A row with nothing queued (every key >= _NOT_QUEUED) stops its sample, so its pick is moot."""
+    argmin gives the same node whenever the least queued value is unique (a queued value is far
+    below 1e9, so nodes outside the queue can be left at +inf); rows where it is not are argsorted on
+    the reference's own keys (argsort, unlike argmin, need not pick the first of equal keys). A row
+    with nothing queued stops its sample, so its pick is moot."""
+    keys = np.where(in_queue, value, np.inf)
     u = keys.argmin(axis=1)
     least = keys[np.arange(len(keys)), u]
-    queued = np.where(least < _NOT_QUEUED, least, np.nan)  # NaN equals nothing: rows with no queue drop out
-    hits = keys == queued[:, None]  # [B, N]: one hit per queued row unless its least key is tied
-    if np.count_nonzero(hits) > np.count_nonzero(least < _NOT_QUEUED):
+    queued = np.where(least < np.inf, least, np.nan)  # NaN equals nothing: rows with no queue drop out
+    hits = keys == queued[:, None]  # [B, N]: one hit per queued row unless its least value is tied
+    if np.count_nonzero(hits) > np.count_nonzero(least < np.inf):
         ties = np.count_nonzero(hits, axis=1) > 1
-        u[ties] = np.argsort(keys[ties], axis=1)[:, 0]
+        u[ties] = np.argsort(value[ties] + (~in_queue[ties]) * _NOT_QUEUED, axis=1)[:, 0]
     return u
 
 
@@ -171,7 +175,7 @@ def _extract_min_tree(name: str, A: np.ndarray, s: np.ndarray, prim: bool):
     lengths = np.ones(B, np.int64)
     running = np.ones(B, bool)
     for _ in range(n):  # at most one extraction per node
-        u = _extract_min(value + (~in_queue) * _NOT_QUEUED)  # [B]
+        u = _extract_min(value, in_queue)  # [B]
         running &= in_queue[rows, u]
         if not running.any():
             break
@@ -273,83 +277,133 @@ def mst_kruskal(A: np.ndarray):
 
     Per edge (u, v) in weight order the reference records: one hint on taking the edge, one per
     step from u up to its root (every node passed so far re-pointed to the new ancestor), the same
-    from v, and one for the union (the lower root is attached under the higher). Here each sample
-    runs that sequence as a small state machine, one hint step per loop iteration for all samples;
-    a sample whose current root is already final falls through to the next stage in the same step.
+    from v, and one for the union (the lower root is attached under the higher); a root already
+    final falls through to the next stage in the same step. The steps differ from sample to sample
+    (~300 at n = 64, a few array operations each), so each sample runs `_kruskal_steps` on plain
+    lists, logging per step its probe indices and the changes of pi and the masks, and the batch's
+    [B, T, ...] hints are built from the logs at once (`probes.fill_steps`).
 
     The [N, N] hint `in_mst_h` only grows, so it is written once at the end from the step at which
     each tree edge joined (at n = 64 a trajectory has ~300 steps, 6 MB per sample as float32)."""
     B, n, _ = A.shape
     rec = Recorder("mst_kruskal", n, batch=B)
-    rows, nodes = np.arange(B), np.arange(n)
     rec.input(pos=positions(n, B), A=A, adj=graph_adjacency(A))
     heads, tails, counts = _sorted_edges(A)
-    union_, find_u, find_v = int(KruskalPhase.UNION), int(KruskalPhase.FIND_U), int(KruskalPhase.FIND_V)
-    pi = np.tile(nodes, (B, 1))
-    u = v = root_u = root_v = np.zeros(B, np.int64)
-    mask_u = mask_v = np.zeros((B, n), bool)
-    phase = np.full(B, union_)
-    hints = _StepHints(rec)
-    # The initial state: no edge taken yet, every probe index 0.
-    hints.push(pi=pi, u=u, v=v, root_u=root_u, root_v=root_v, mask_u=mask_u, mask_v=mask_v, phase=phase)
-    joined: list[tuple[np.ndarray, int, np.ndarray, np.ndarray]] = []  # (samples, step, u, v) per union step
-    edge = np.zeros(B, np.int64)  # index of the current edge in each sample's sorted list
-    running = counts > 0
-    lengths = np.ones(B, np.int64)
-    step = 0
-    while running.any():
-        step += 1
-        lengths += running
-        new = running & (phase == union_)
-        if new.any():  # take the next edge
-            e = np.minimum(edge, heads.shape[1] - 1)
-            u = np.where(new, heads[rows, e], u)
-            v = np.where(new, tails[rows, e], v)
-            root_u, root_v = np.where(new, u, root_u), np.where(new, v, root_v)
-            mask_u = np.where(new[:, None], nodes == u[:, None], mask_u)
-            mask_v = np.where(new[:, None], nodes == v[:, None], mask_v)
-        busy = running & ~new
-        parent_u, parent_v = pi[rows, root_u], pi[rows, root_v]
-        up_u = busy & (phase == find_u) & (parent_u != root_u)
-        up_v = busy & ~up_u & (parent_v != root_v)
-        union = busy & ~up_u & ~up_v
-        if up_u.any():  # one step up from u; every node passed so far points to the new ancestor
-            root_u = np.where(up_u, parent_u, root_u)
-            pi = np.where(up_u[:, None] & mask_u, root_u[:, None], pi)
-            mask_u = mask_u | (up_u[:, None] & (nodes == root_u[:, None]))
-        if up_v.any():
-            root_v = np.where(up_v, parent_v, root_v)
-            pi = np.where(up_v[:, None] & mask_v, root_v[:, None], pi)
-            mask_v = mask_v | (up_v[:, None] & (nodes == root_v[:, None]))
-        if union.any():  # the lower root goes under the higher one
-            join = union & (root_u != root_v)
-            joined.append((rows[join], step, u[join], v[join]))
-            low, high = np.minimum(root_u, root_v), np.maximum(root_u, root_v)
-            pi = np.where(join[:, None] & (nodes == low[:, None]), high[:, None], pi)
-            edge = edge + union
-        phase = np.where(new | up_u, find_u, np.where(up_v, find_v, union_))
-        hints.push(pi=pi, u=u, v=v, root_u=root_u, root_v=root_v, mask_u=mask_u, mask_v=mask_v, phase=phase)
-        running &= edge < counts
-    in_mst_h, in_mst = _grown_tree(joined, lengths, step + 1, n)
-    hints.finish(lengths, in_mst_h=in_mst_h)
+    logs = [_kruskal_steps(h[:c], t[:c], n) for h, t, c in zip(heads.tolist(), tails.tolist(), counts.tolist())]
+    lengths = np.array([len(log.steps) // 5 for log in logs], np.int64)
+    T = int(lengths.max())
+    row = np.repeat(np.arange(B) * T, lengths) + np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    steps = np.zeros((B * T, 5), np.int64)  # per step u, v, root_u, root_v, phase (zero past each length)
+    steps[row] = np.fromiter((x for log in logs for x in log.steps), np.int64, count=5 * len(row)).reshape(-1, 5)
+    steps = steps.reshape(B, T, 5)
+    joined = _events(logs, "joins")  # sample, step, u, v of each union that joined two trees
+    hints = {name: one_hot(steps[..., k], 3 if name == "phase" else n)
+             for k, name in enumerate(("u", "v", "root_u", "root_v", "phase"))}
+    events = {name: _events(logs, name) for name in ("pi", "mask_u", "mask_v")}
+    hints.update(pi=fill_steps(np.tile(np.arange(n, dtype=np.int32), (B, 1)), lengths, T, *events["pi"]),
+                 mask_u=fill_steps(np.zeros((B, n), np.float32), lengths, T, *events["mask_u"]),
+                 mask_v=fill_steps(np.zeros((B, n), np.float32), lengths, T, *events["mask_v"]))
+    in_mst_h, in_mst = _grown_tree(*joined, lengths, T, n)
+    rec.hint_sequence(lengths, zero_padded=("in_mst_h", "pi", "mask_u", "mask_v"), in_mst_h=in_mst_h, **hints)
     rec.output(in_mst=in_mst)
     return rec.finish()
 
 
-def _grown_tree(joined: list[tuple[np.ndarray, int, np.ndarray, np.ndarray]], lengths: np.ndarray, T: int,
-                n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Kruskal's tree edges over time from the steps they joined at: `in_mst_h` [B, T, N, N] float32
-    (edge (u, v) set from its step to the sample's last) and the final `in_mst` [B, N, N] bool.
+@dataclass
+class _KruskalLog:
+    """One sample's run: per step (u, v, root_u, root_v, phase), flat; per change of pi, mask_u or
+    mask_v (step, node, value), flat; per union that joined two trees (step, u, v), flat."""
 
-    Sample b's steps are one comparison, step >= joined-at, written straight into the float32 array
-    (its padding past lengths[b] is never touched, so it stays zero without a write)."""
+    steps: list[int]
+    pi: list[int]
+    mask_u: list[int]
+    mask_v: list[int]
+    joins: list[int]
+
+
+def _kruskal_steps(heads: list[int], tails: list[int], n: int) -> _KruskalLog:
+    """The reference's Kruskal probes for one sample whose sorted edges are (heads[e], tails[e])."""
+    union_, find_u, find_v = int(KruskalPhase.UNION), int(KruskalPhase.FIND_U), int(KruskalPhase.FIND_V)
+    pi = list(range(n))
+    log = _KruskalLog([0, 0, 0, 0, union_], [], [], [], [])  # the initial state: every probe index 0
+    push, moved = log.steps.extend, log.pi.extend  # bound once: the loop runs ~300 times per sample at n = 64
+    mask_u: list[int] = []
+    mask_v: list[int] = []
+    t = 0  # the step being pushed
+    for u, v in zip(heads, tails):
+        t += 1  # take the edge: the masks become {u} and {v}
+        _restart(mask_u, u, t, log.mask_u)
+        _restart(mask_v, v, t, log.mask_v)
+        mask_u, mask_v = [u], [v]
+        root_u, root_v, phase = u, v, find_u
+        push((u, v, root_u, root_v, phase))
+        while True:
+            t += 1
+            if phase == find_u and pi[root_u] != root_u:  # one step up from u
+                root_u = pi[root_u]
+                _climb(pi, mask_u, root_u, t, moved, log.mask_u)
+            elif pi[root_v] != root_v:  # u's root is final: one step up from v
+                root_v, phase = pi[root_v], find_v
+                _climb(pi, mask_v, root_v, t, moved, log.mask_v)
+            else:  # both roots final: the lower goes under the higher
+                if root_u != root_v:
+                    low, high = min(root_u, root_v), max(root_u, root_v)
+                    pi[low] = high
+                    moved((t, low, high))
+                    log.joins.extend((t, u, v))
+                push((u, v, root_u, root_v, union_))
+                break
+            push((u, v, root_u, root_v, phase))
+    return log
+
+
+def _restart(mask: list[int], node: int, t: int, changes: list[int]) -> None:
+    """A new edge's mask is {node}: the other members leave it at step t."""
+    for x in mask:
+        if x != node:
+            changes.extend((t, x, 0))
+    if node not in mask:
+        changes.extend((t, node, 1))
+
+
+def _climb(pi: list[int], mask: list[int], root: int, t: int, moved, mask_changes: list[int]) -> None:
+    """One step of a find: every node passed so far points to the new ancestor `root`, which joins them
+    (`moved` logs a change of pi)."""
+    for x in mask:
+        if pi[x] != root:
+            pi[x] = root
+            moved((t, x, root))
+    if root not in mask:
+        mask.append(root)
+        mask_changes.extend((t, root, 1))
+
+
+def _events(logs: list[_KruskalLog], name: str) -> tuple[np.ndarray, ...]:
+    """One kind of change over the batch: sample, step, node, value [E] each."""
+    flat = [getattr(log, name) for log in logs]
+    sample = np.repeat(np.arange(len(logs)), [len(x) // 3 for x in flat])
+    step, node, value = np.array([x for f in flat for x in f], np.int64).reshape(-1, 3).T
+    return sample, step, node, value
+
+
+def _grown_tree(sample: np.ndarray, step: np.ndarray, u: np.ndarray, v: np.ndarray, lengths: np.ndarray, T: int,
+                n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Kruskal's tree edges over time from the steps they joined at (edge (u[e], v[e]) of sample[e]
+    at step[e]): `in_mst_h` [B, T, N, N] float32 (each edge set from its step to the sample's last,
+    zero past it) and the final `in_mst` [B, N, N].
+
+    Sample b's steps are one comparison, step >= joined-at, into a small boolean buffer (which stays
+    in cache), copied into the float32 array (comparing straight into float32 is twice as slow), then
+    its padding is zeroed: every byte is written once."""
     B = len(lengths)
     never = np.int32(T)  # the join step of a non-tree edge: beyond every step
     joined_at = np.full((B, n, n), never, np.int32)
-    for rows, step, u, v in joined:
-        joined_at[rows, u, v] = joined_at[rows, v, u] = step
-    in_mst_h = np.zeros((B, T, n, n), np.float32)
+    joined_at[sample, u, v] = joined_at[sample, v, u] = step
+    in_mst_h = np.empty((B, T, n, n), np.float32)
     steps = np.arange(T, dtype=np.int32)[:, None, None]
+    grown = np.empty((T, n, n), bool)
     for b, length in enumerate(lengths.tolist()):
-        np.greater_equal(steps[:length], joined_at[b], out=in_mst_h[b, :length], casting="unsafe")
+        np.greater_equal(steps[:length], joined_at[b], out=grown[:length])
+        in_mst_h[b, :length] = grown[:length]
+        in_mst_h[b, length:] = 0
     return in_mst_h, joined_at < never

@@ -10,7 +10,9 @@ hints name elements by original index, as the reference does: `pred_h` is the "a
 (each element points to its left neighbour in the current order, the first element to itself), and a
 mask_one hint on slot k is the one-hot of `A_pos[k]`.
 
-The loops keep the pointer probes up to date as keys move (`SlotOrder`) and snapshot a few small
+Insertion and bubble sort keep the pointer probe up to date as keys move (`SlotOrder`); heapsort
+and quicksort, whose steps do more bookkeeping of their own, record each step's order instead and
+derive their pointer probes for all steps at once at the end. Every loop snapshots a few small
 arrays per step (`History`); masks are expanded to their stored one-hot form once at the end. That,
 not the textbook logic, is where the time goes. The helpers here are shared by the searching and
 divide-and-conquer families.
@@ -56,25 +58,28 @@ def identity_order(batch: int, n: int) -> np.ndarray:
 
 
 def _scatter_pointers(order: np.ndarray, source: np.ndarray) -> np.ndarray:
-    """Pointer probe [B, N]: element order[:, k] points to source[:, k - 1] (k >= 1), order[:, 0] to itself."""
-    B, n = order.shape
-    rows = np.arange(B)
-    probe = np.empty((B, n), np.int32)
-    probe[rows[:, None], order[:, 1:]] = source
-    probe[rows, order[:, 0]] = order[:, 0]
+    """Pointer probe [..., N]: element order[..., k] points to source[..., k - 1] (k >= 1), order[..., 0]
+    to itself."""
+    n = order.shape[-1]
+    probe = np.empty(order.shape, np.int32)
+    order, source = order.reshape(-1, n), source.reshape(-1, n - 1)
+    rows = np.arange(len(order))
+    flat = probe.reshape(-1, n)
+    flat[rows[:, None], order[:, 1:]] = source
+    flat[rows, order[:, 0]] = order[:, 0]
     return probe
 
 
 def order_pointers(order: np.ndarray) -> np.ndarray:
-    """The "array" probe of orders [B, N]: order[:, k] points to order[:, k - 1]."""
-    return _scatter_pointers(order, order[:, :-1])
+    """The "array" probe of orders [..., N]: order[..., k] points to order[..., k - 1]."""
+    return _scatter_pointers(order, order[..., :-1])
 
 
 def heap_pointers(order: np.ndarray, heap_size: np.ndarray) -> np.ndarray:
-    """The "heap" probe of orders [B, N] with heap sizes [B]: in the first heap_size slots every element
-    points to its heap parent (slot (k - 1) // 2); the root and the rest point to themselves."""
+    """The "heap" probe of orders [..., N] with heap sizes [...]: in the first heap_size slots every
+    element points to its heap parent (slot (k - 1) // 2); the root and the rest point to themselves."""
     k = np.arange(1, order.shape[-1])
-    return _scatter_pointers(order, np.where(k < heap_size[:, None], order[:, (k - 1) // 2], order[:, 1:]))
+    return _scatter_pointers(order, np.where(k < heap_size[..., None], order[..., (k - 1) // 2], order[..., 1:]))
 
 
 def constant_hint(value: np.ndarray, steps: int) -> np.ndarray:
@@ -93,18 +98,20 @@ def one_hot(index: np.ndarray, n: int) -> np.ndarray:
 class SlotOrder:
     """Keys in slots [B, N] with their order `pos` (A_pos) and its "array" probe `pred`, which every
     move updates in place: recomputing it from scratch at each of thousands of steps is what would be
-    slow. Only elements whose left neighbour changed are rewritten.
+    slow. Only elements whose left neighbour changed are rewritten. With `pointers=False` there is no
+    `pred` (for a loop that derives it from recorded orders at the end).
 
     Slot lists are [K, B] (one row per slot kind): `np.array` builds them far cheaper than `np.stack`,
     which matters at one call per step."""
 
-    def __init__(self, keys: np.ndarray):
+    def __init__(self, keys: np.ndarray, pointers: bool = True):
         self.A = np.array(keys, dtype=np.float64)  # [B, N] a copy: it is permuted in place
         B, self.n = self.A.shape
         self.rows = np.arange(B)
         self.cols = self.rows[None, :]  # [1, B]: row index broadcast against [K, B] slot lists
         self.pos = identity_order(B, self.n)  # [B, N] element in each slot
-        self.pred = order_pointers(self.pos)  # [B, N] int32
+        # [B, N] int32, or None for a sort that records `pos` and derives its pointers at the end.
+        self.pred = order_pointers(self.pos) if pointers else None
 
     def refresh(self, slots: np.ndarray) -> None:
         """Rewrites the pointers of the elements in `slots` [K, B] (clipped to the last slot)."""
@@ -115,16 +122,17 @@ class SlotOrder:
         """Swaps slots a[k] and b[k] in row k ([B] each; a == b leaves the row unchanged)."""
         for x in (self.A, self.pos):
             x[self.rows, a], x[self.rows, b] = x[self.rows, b], x[self.rows, a]
-        self.refresh(np.array([a, a + 1, b, b + 1]))
+        if self.pred is not None:
+            self.refresh(np.array([a, a + 1, b, b + 1]))
 
     def at(self, *slots: np.ndarray) -> np.ndarray:
         """The elements in the given slots ([B] each) -> [len(slots), B]."""
         return self.pos[self.cols, np.array(slots)]
 
 
-def _start(name: str, A: np.ndarray) -> tuple[Recorder, SlotOrder]:
-    """Recorder with the inputs recorded, and the keys in their initial order."""
-    order = SlotOrder(A)
+def _start(name: str, A: np.ndarray, pointers: bool = True) -> tuple[Recorder, SlotOrder]:
+    """Recorder with the inputs recorded, and the keys in their initial order (see `SlotOrder`)."""
+    order = SlotOrder(A, pointers)
     B, n = order.A.shape
     rec = Recorder(name, n, batch=B)
     rec.input(pos=positions(n, B), key=order.A.copy())
@@ -197,21 +205,24 @@ def heapsort(A: np.ndarray):
     The textbook recursion is a per-sample state machine: `cur` is the node max-heapify is at, `ind`
     the outer loop index (the build loop's node, or the extraction's last slot), `size` the heap size
     and `phase` what the next step does (sift during the build, move the max out, sift after it).
-    Each step is one probe point: one max_heapify call of the reference, or one extraction."""
-    rec, order = _start("heapsort", A)
+    Each step is one probe point: one max_heapify call of the reference, or one extraction. The loop
+    records each step's order and heap size; both pointer probes are derived from them at the end, for
+    all steps at once (a step's own work is too small to amortize keeping them up to date)."""
+    rec, order = _start("heapsort", A, pointers=False)
     A, A_pos, rows = order.A, order.pos, order.rows
     B, n = A.shape
     last = np.full(B, n - 1)
     size = np.full(B, n)
-    parent = heap_pointers(A_pos, size)  # [B, N] the "heap" probe, kept up to date like order.pred
+    # Plain ints: an enum member lookup costs about a microsecond, and the loop makes ten per step.
+    build, swap_out, reheap = int(HeapPhase.BUILD), int(HeapPhase.SWAP_OUT), int(HeapPhase.REHEAP)
     hist = History(B)
-    phase = np.full(B, HeapPhase.BUILD)
-    hist.push(True, pred=order.pred, parent=parent, nodes=order.at(last, last, last, last), phase=phase)
+    phase = np.full(B, build)
+    hist.push(True, pos=A_pos, size=size, nodes=order.at(last, last, last, last), phase=phase)
     cur, ind = last.copy(), last.copy()
     running = np.ones(B, bool)
     while running.any():
-        sift = running & (phase != HeapPhase.SWAP_OUT)
-        out = running & (phase == HeapPhase.SWAP_OUT)
+        sift = running & (phase != swap_out)
+        out = running & (phase == swap_out)
         # max_heapify at cur: the largest of cur and its children inside the heap (strict >, left first).
         left = 2 * cur + 1
         here = A[rows, cur]
@@ -224,28 +235,25 @@ def heapsort(A: np.ndarray):
         size = size - out
         a, b = np.where(sift, cur, 0), np.where(sift, largest, np.where(out, ind, 0))
         order.swap(a, b)
-        # Parent pointers change for the two swapped slots, their children, and a slot leaving the heap.
-        s = np.minimum(np.array([a, b, 2 * a + 1, 2 * a + 2, 2 * b + 1, 2 * b + 2]), n - 1)  # [6, B]
-        src = np.where((s >= 1) & (s < size), (s - 1) // 2, s)
-        parent[order.cols, A_pos[order.cols, s]] = A_pos[order.cols, src]
         # Hints i, j, largest, heap_size; an extraction's `largest` is element 0 itself, not slot 0.
         nodes = order.at(np.where(out, 0, ind), np.where(out, ind, cur), largest, size - 1)
         nodes[2] = np.where(out, 0, nodes[2])
-        hist.push(running, pred=order.pred, parent=parent, nodes=nodes, phase=np.where(out, HeapPhase.SWAP_OUT, phase))
+        hist.push(running, pos=A_pos, size=size, nodes=nodes, phase=np.where(out, swap_out, phase))
         # A sift that moved continues one level down; one that stopped ends its max_heapify chain.
         deeper = sift & (largest != cur)
         ended = sift & ~deeper
         ind = ind - ended
-        next_build = ended & (phase == HeapPhase.BUILD) & (ind >= 0)
+        next_build = ended & (phase == build) & (ind >= 0)
         # After the build loop's node 0 the extraction loop starts at the last slot.
-        extract = ended & ((phase == HeapPhase.REHEAP) | (ind < 0))
+        extract = ended & ((phase == reheap) | (ind < 0))
         ind = np.where(ind < 0, n - 1, ind)
         running &= ~(extract & (ind < 1))
         cur = np.where(out, 0, np.where(next_build, ind, np.where(deeper, largest, cur)))
-        phase = np.where(out, HeapPhase.REHEAP, np.where(extract, HeapPhase.SWAP_OUT, phase))
-    rec.hint_sequence(hist.lengths, pred_h=hist["pred"], parent=hist["parent"], phase=hist["phase"],
-                      **mask_hints(hist["nodes"], ("i", "j", "largest", "heap_size"), n))
-    rec.output(pred=order.pred)
+        phase = np.where(out, reheap, np.where(extract, swap_out, phase))
+    pos = hist["pos"]  # [B, T, N]
+    rec.hint_sequence(hist.lengths, pred_h=order_pointers(pos), parent=heap_pointers(pos, hist["size"]),
+                      phase=hist["phase"], **mask_hints(hist["nodes"], ("i", "j", "largest", "heap_size"), n))
+    rec.output(pred=order_pointers(A_pos))
     return rec.finish()
 
 
@@ -257,8 +265,9 @@ def quicksort(A: np.ndarray):
     recursion sorts the left part, then the right part, and skips parts of fewer than two keys. Every
     range still pending lies right of the current one and the slots left of it are sorted, so the next
     range is always the leftmost run of two or more slots not yet `final` (placed pivots) and no
-    explicit stack is needed. `i`, `j` are the partition's indices; its pivot key stays in slot r."""
-    rec, order = _start("quicksort", A)
+    explicit stack is needed. `i`, `j` are the partition's indices; its pivot key stays in slot r.
+    As in heapsort, the loop records each step's order and the pointer probe is derived at the end."""
+    rec, order = _start("quicksort", A, pointers=False)
     A, rows = order.A, order.rows
     B, n = A.shape
     slots = np.arange(n)
@@ -275,7 +284,7 @@ def quicksort(A: np.ndarray):
         i = i + take
         q = i + 1
         order.swap(np.where(take, i, np.where(place, q, j)), j)
-        hist.push(running, pred=order.pred, nodes=order.at(p, r, q, j))
+        hist.push(running, pos=order.pos, nodes=order.at(p, r, q, j))
         final[rows, np.where(place, q, n)] = True
         open_ = ~final
         pair = open_[:, :-1] & open_[:, 1:]  # [B, N]: slots k and k + 1 both still open
@@ -283,6 +292,7 @@ def quicksort(A: np.ndarray):
         hi = (final[:, 1:] & (slots >= lo[:, None])).argmax(axis=1)
         running ^= place & ~pair[rows, lo]
         state = np.where(place, np.array([lo, hi, lo - 1, lo]), np.array([p, r, i, j + step]))
-    rec.hint_sequence(hist.lengths, pred_h=hist["pred"], **mask_hints(hist["nodes"], ("p", "r", "i", "j"), n))
-    rec.output(pred=order.pred)
+    rec.hint_sequence(hist.lengths, pred_h=order_pointers(hist["pos"]),
+                      **mask_hints(hist["nodes"], ("p", "r", "i", "j"), n))
+    rec.output(pred=order_pointers(order.pos))
     return rec.finish()

@@ -39,9 +39,11 @@ Cost: O(B N^3 D) time per layer. The value sum needs sum_l a_xly (V1 e_xl)_c (V2
 three-way product with a shared channel c: any pairwise contraction of it builds the
 (B, heads, N, N, N, head_dim) product, which is 2 GB at n = 64, batch 32, width 64. We never build
 it whole: `TriangularProduct` computes it in chunks of rows with a reused buffer (at most
-`chunk_mb` MB), as a batched (1 x N) @ (N x head_dim) matmul per pair, and its backward recomputes
-the chunks instead of saving them, so training memory is O(B heads N^3) per layer (the attention
-weights), not O(B N^3 D). scripts/bench_et_memory.py measures it.
+`chunk_mb` MB), as a batched (1 x N) @ (N x head_dim) matmul per pair (for n < 32, as a loop over
+l of multiply-adds on cache-sized chunks, which is faster there), and its backward recomputes the
+chunks instead of saving them, so training memory is O(B heads N^3) per layer (the attention
+weights), not O(B N^3 D). scripts/bench_et_memory.py measures it. No part of the triangular sum is a
+matrix product of useful size, so it runs at elementwise speed: it bounds the ET's FLOP utilisation.
 """
 
 from __future__ import annotations
@@ -113,8 +115,22 @@ def _rows_per_chunk(g: int, rows: int, j: int, k: int, c: int, budget: int, item
     return max(1, min(rows, budget // max(per_row, 1)))
 
 
+# Below this many summed terms (K = N for the value sum, C = head_dim for dA) the product is a loop
+# over the summed axis of multiply-adds on chunks that stay in cache: one (1 x K) @ (K x C) matmul
+# per node pair is dominated by per-matmul overhead there (4x slower at n = 16, equal at n = 64).
+LOOP_MAX_TERMS = 32
+CACHE_BYTES = 1 << 20  # working set of one chunk of the multiply-add loop: about the L2 cache
+
+
+def _loop_chunk(g: int, per_g: int, budget: int) -> int:
+    """How many whole g's one chunk of the multiply-add loop holds (at least one)."""
+    return max(1, min(g, min(budget, CACHE_BYTES) // max(per_g, 1)))
+
+
 def _tri_sum(a: torch.Tensor, p: torch.Tensor, q: torch.Tensor, budget: int) -> torch.Tensor:
-    """out[g, i, j, c] = sum_k a[g, i, j, k] p[g, i, k, c] q[g, j, k, c], chunked over i."""
+    """out[g, i, j, c] = sum_k a[g, i, j, k] p[g, i, k, c] q[g, j, k, c], chunked over i (or over g)."""
+    if a.shape[-1] < LOOP_MAX_TERMS:
+        return _tri_sum_loop(a, p, q, budget)
     # the backward passes transposed views: contiguous (K, C) rows make the broadcast product ~2x faster
     a, p, q = a.contiguous(), p.contiguous(), q.contiguous()
     g, ni, nj, nk = a.shape
@@ -131,7 +147,9 @@ def _tri_sum(a: torch.Tensor, p: torch.Tensor, q: torch.Tensor, budget: int) -> 
 
 
 def _tri_channel_sum(grad: torch.Tensor, p: torch.Tensor, q: torch.Tensor, budget: int) -> torch.Tensor:
-    """out[g, i, j, k] = sum_c grad[g, i, j, c] p[g, i, k, c] q[g, j, k, c], chunked over i."""
+    """out[g, i, j, k] = sum_c grad[g, i, j, c] p[g, i, k, c] q[g, j, k, c], chunked over i (or over g)."""
+    if grad.shape[-1] < LOOP_MAX_TERMS:
+        return _tri_channel_sum_loop(grad, p, q, budget)
     p, q = p.contiguous(), q.contiguous()
     g, ni, nj, c = grad.shape
     nk = p.shape[2]
@@ -143,6 +161,38 @@ def _tri_channel_sum(grad: torch.Tensor, p: torch.Tensor, q: torch.Tensor, budge
         e = min(s + rows, ni)
         t = torch.mul(p[:, s:e].unsqueeze(2), q_b, out=buf[:, :e - s])  # (G, r, J, K, C)
         out[:, s:e] = torch.matmul(t, grad[:, s:e].unsqueeze(-1)).squeeze(-1)  # (.., K, C) @ (.., C, 1)
+    return out
+
+
+def _tri_sum_loop(a: torch.Tensor, p: torch.Tensor, q: torch.Tensor, budget: int) -> torch.Tensor:
+    """`_tri_sum` as a loop over k of (G', I, J, C) multiply-adds, G' whole g's at a time (cache-sized)."""
+    g, ni, nj, nk = a.shape
+    c = p.shape[-1]
+    step = _loop_chunk(g, (ni * nj * nk + 2 * ni * nj * c) * p.element_size(), budget)
+    out = p.new_zeros(g, ni, nj, c)
+    buf = p.new_empty(step, ni, nj, c)
+    for s in range(0, g, step):
+        e = min(s + step, g)
+        acc, t, a_s, p_s, q_s = out[s:e], buf[:e - s], a[s:e], p[s:e], q[s:e]
+        for k in range(nk):
+            torch.mul(a_s[..., k, None], p_s[:, :, None, k, :], out=t)  # (G', I, J, C): A[i,j,k] P[i,k,c]
+            acc.addcmul_(t, q_s[:, None, :, k, :])  # += .. Q[j,k,c]
+    return out
+
+
+def _tri_channel_sum_loop(grad: torch.Tensor, p: torch.Tensor, q: torch.Tensor, budget: int) -> torch.Tensor:
+    """`_tri_channel_sum` as a loop over c of (G', I, J, K) multiply-adds, G' whole g's at a time."""
+    g, ni, nj, c = grad.shape
+    nk = p.shape[2]
+    step = _loop_chunk(g, (2 * ni * nj * nk + ni * nj * c) * p.element_size(), budget)
+    out = p.new_zeros(g, ni, nj, nk)
+    buf = p.new_empty(step, ni, nj, nk)
+    for s in range(0, g, step):
+        e = min(s + step, g)
+        acc, t, g_s, p_s, q_s = out[s:e], buf[:e - s], grad[s:e], p[s:e], q[s:e]
+        for ch in range(c):
+            torch.mul(p_s[:, :, None, :, ch], q_s[:, None, :, :, ch], out=t)  # (G', I, J, K): P[i,k,c] Q[j,k,c]
+            acc.addcmul_(t, g_s[:, :, :, ch, None])  # .. g[i,j,c]
     return out
 
 

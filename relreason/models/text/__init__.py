@@ -58,7 +58,8 @@ class TextModelConfig(TextTransformerConfig):
 
     def text_config(self) -> TextTransformerConfig:
         """The transformer's own options (what TextTransformer / TransNAR are built from)."""
-        return TextTransformerConfig(**{f.name: getattr(self, f.name) for f in dataclasses.fields(TextTransformerConfig)})
+        own = dataclasses.fields(TextTransformerConfig)
+        return TextTransformerConfig(**{f.name: getattr(self, f.name) for f in own})
 
 
 @dataclass

@@ -10,6 +10,7 @@ import torch
 
 from relreason.errors import RelreasonError
 from relreason.models.processors import PROCESSORS
+from relreason.models.processors import et
 from relreason.models.processors.base import State
 from relreason.models.processors.et import EdgeTransformer, ETConfig, TriangularAttention, TriangularProduct
 
@@ -106,6 +107,22 @@ def test_triangular_product_forward_and_gradients(budget):
     out = TriangularProduct.apply(a, p, q, budget)
     assert torch.allclose(out, torch.einsum("gijk,gikc,gjkc->gijc", a, p, q))
     assert torch.autograd.gradcheck(lambda a, p, q: TriangularProduct.apply(a, p, q, budget), (a, p, q))
+
+
+@pytest.mark.parametrize("loop", [True, False])  # multiply-add loop / one small matmul per pair
+@pytest.mark.parametrize("budget", [1, 10 ** 9])
+def test_triangular_product_loop_and_matmul_forms_are_the_same_product(monkeypatch, loop, budget):
+    monkeypatch.setattr(et, "LOOP_MAX_TERMS", 10 ** 9 if loop else 0)
+    g = torch.Generator().manual_seed(1)
+    a, p, q = (torch.randn(*shape, generator=g, dtype=torch.double, requires_grad=True)
+               for shape in ((3, 4, 5, 6), (3, 4, 6, 2), (3, 5, 6, 2)))
+    out = TriangularProduct.apply(a, p, q, budget)
+    want = torch.einsum("gijk,gikc,gjkc->gijc", a, p, q)
+    torch.testing.assert_close(out, want)
+    w = torch.randn(out.shape, generator=g, dtype=torch.double)
+    got = torch.autograd.grad((out * w).sum(), (a, p, q))
+    for x, y in zip(got, torch.autograd.grad((want * w).sum(), (a, p, q))):
+        torch.testing.assert_close(x, y)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

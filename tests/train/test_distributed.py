@@ -1,0 +1,244 @@
+"""Distributed data parallel training: N processes train as one process with the same global batch.
+
+The fast tests check the pieces in one process: a rank's share of a step sees exactly its rows of the
+global batch's noise, and with the loss normalized by the global counts the ranks' mean loss and
+gradient are the global batch's; a sharded evaluation merges to exactly the one-process scores. The
+slow test runs two gloo processes under torchrun and compares them with one process, also across a
+resume with another number of processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from distributed_runs import TASK, noisy_config
+from relreason.config import build_config
+from relreason.data.specs import Feature, Location, Stage, Type
+from relreason.eval.evaluate import score_dataset
+from relreason.eval.metrics import Scorer
+from relreason.eval.relative import RelativeLossScorer
+from relreason.models.noise import Noise, Site
+from relreason.train import run
+from relreason.train.workloads import NarWorkload, validation_generator
+
+CPU = torch.device("cpu")
+TORCHRUN = Path(sys.executable).parent / "torchrun"
+RUNS_SCRIPT = Path(__file__).parent / "distributed_runs.py"
+
+
+def test_noise_of_some_rows_is_those_rows_of_the_global_draw():
+    whole = Noise.whole(7, 6).at(Site.DROPOUT, 3)
+    part = Noise(7, torch.arange(2, 5), 6).at(Site.DROPOUT, 3)
+    full = whole.uniform((6, 4, 2), CPU)
+    assert torch.equal(part.uniform((3, 4, 2), CPU), full[2:5])
+    # a view of some rows continues its stream, as the whole batch's second draw does
+    assert torch.equal(part.select(torch.tensor([0, 2])).uniform((2, 4, 2), CPU), whole.uniform((6, 4, 2), CPU)[[2, 4]])
+    assert not torch.equal(Noise.whole(7, 6).at(Site.DROPOUT, 4).uniform((6, 4, 2), CPU), full)  # another step
+    assert not torch.equal(Noise.whole(7, 6).at(Site.OUTPUT_DECODERS, 3).uniform((6, 4, 2), CPU), full)  # another site
+
+
+def _grads(model: torch.nn.Module, loss: torch.Tensor) -> dict[str, torch.Tensor]:
+    model.zero_grad(set_to_none=True)
+    loss.backward()
+    return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+def _counts(net, batch, out) -> torch.Tensor:
+    seen = {}
+    net.loss(batch, out, counts=lambda c: seen.setdefault("c", c).clamp(min=1))
+    return seen["c"]
+
+
+@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("task", ["insertion_sort", "insertion_sort,bfs"])
+def test_a_ranks_share_of_a_step_is_its_rows_of_the_global_step(tmp_path, task, world):
+    """Random positions, teacher forcing, Gumbel noise and dropout of each rank are its rows of the
+    global batch's; the ranks' mean loss and mean gradient (what DDP applies) are the global batch's."""
+    cfg = build_config("mpnn", task, None, noisy_config(tmp_path / "data", 2) + ["train.batch_size=6"])
+    wl = NarWorkload(cfg, CPU)
+    model = wl.model
+    for step in (0, 1):
+        shards = [wl.step_batches(step, r, world) for r in range(world)]
+        for u, whole in enumerate(wl.step_batches(step)):
+            mine = [s[u] for s in shards]
+            net = wl.built.net(wl.tasks[whole.task_index].name)
+            assert torch.equal(torch.cat([p.batch.inputs["pos"] for p in mine]), whole.batch.inputs["pos"])
+
+            out = net(whole.batch, train=True, generator=whole.noise)
+            loss, _ = net.loss(whole.batch, out)
+            expected = _grads(model, loss)
+            outs = [net(p.batch, train=True, generator=p.noise) for p in mine]
+            start = 0
+            for p, o in zip(mine, outs):  # every prediction of a rank is its rows of the global forward
+                rows = slice(start, start + p.batch.size)
+                start += p.batch.size
+                for k, v in o.outputs.items():
+                    torch.testing.assert_close(v, out.outputs[k][rows], rtol=1e-5, atol=1e-5)
+                for k, v in o.hints.items():
+                    torch.testing.assert_close(v, out.hints[k][rows, : v.shape[1]], rtol=1e-5, atol=1e-5)
+            total = sum(_counts(net, p.batch, o) for p, o in zip(mine, outs))
+            losses, grads = [], []
+            for p, o in zip(mine, outs):
+                part_loss, _ = net.loss(p.batch, o, counts=lambda c: total.clamp(min=1) / world)
+                losses.append(part_loss.detach())
+                grads.append(_grads(model, part_loss))
+            torch.testing.assert_close(sum(losses) / world, loss.detach(), rtol=1e-6, atol=0)
+            assert {n for g in grads for n in g} == set(expected)
+            for n, g in expected.items():
+                mean = sum(x[n] for x in grads if n in x) / world
+                torch.testing.assert_close(mean, g, rtol=1e-4, atol=1e-6 * max(1.0, g.abs().max().item()), msg=n)
+
+
+@pytest.mark.parametrize("task", ["insertion_sort", "bellman_ford"])
+def test_sharded_evaluation_merges_to_exactly_the_one_process_scores(tmp_path, task):
+    cfg = build_config("mpnn", task, None, noisy_config(tmp_path / "data", 2) + ["data.val_num=11"])
+    wl = NarWorkload(cfg, CPU)
+    ds, spec = wl.dataset(0, "val"), wl.built.specs[task]
+
+    def score(shard=(0, 1)):
+        return score_dataset(wl.model, ds, spec, cfg.model, CPU, 3, scorer=Scorer(spec),
+                             generator=validation_generator(cfg.train.seed), shard=shard)
+
+    one = score().result().to_dict()
+    assert one["hints"]  # hint statistics are merged too
+    for world in (2, 3, 5):
+        merged = Scorer(spec)
+        for part in reversed([score((r, world)) for r in range(world)]):  # in any order
+            merged.merge(part.state())
+        assert merged.result().to_dict() == one
+
+
+def test_relative_loss_scorer_merges_exactly():
+    spec = {"y": Feature("y", Stage.OUTPUT, Location.GRAPH, Type.SCALAR)}
+    gen = torch.Generator().manual_seed(0)
+    batches = [(torch.rand(n, generator=gen) + 0.1, torch.rand(n, generator=gen)) for n in (3, 5, 2, 7)]
+    one, parts = RelativeLossScorer(spec), [RelativeLossScorer(spec), RelativeLossScorer(spec)]
+    for i, (y, y_hat) in enumerate(batches):
+        batch = SimpleNamespace(outputs={"y": y})
+        one.update({"y": y_hat}, batch)
+        parts[i % 2].update({"y": y_hat}, batch)
+    merged = RelativeLossScorer(spec)
+    for p in reversed(parts):
+        merged.merge(p.state())
+    assert merged.result() == one.result()
+
+
+def test_a_stop_request_ends_the_run_after_the_step_and_it_resumes_exactly(tmp_path, monkeypatch):
+    """SIGTERM (or Ctrl-C) mid-step: the step finishes (both of a multi-task step's updates), `last/` is
+    saved there, and the resumed run ends with the weights of an uninterrupted one."""
+    cfg = build_config("mpnn", TASK, None, noisy_config(tmp_path / "data", 4))
+    run(cfg, out=tmp_path / "a", name="r", show_progress=False)
+    original = NarWorkload.loss
+
+    def loss(self, module, part, step):
+        if step == 2 and part.task_index == 0:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return original(self, module, part, step)
+
+    monkeypatch.setattr(NarWorkload, "loss", loss)
+    res = run(cfg, out=tmp_path / "b", name="r", show_progress=False, log=lambda m: None)
+    assert res.interrupted and res.steps == 3
+    monkeypatch.undo()
+    run(cfg, out=tmp_path / "b", name="r", resume=True, show_progress=False)
+    a, b = _weights(cfg, tmp_path / "a" / "r"), _weights(cfg, tmp_path / "b" / "r")
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+def _sharded_training(cfg, steps: int, world_at) -> tuple[dict[str, np.ndarray], list[float]]:
+    """What `world_at(step)` processes compute, in one process: each update's gradient is the mean of
+    the shards' gradients (DDP's all-reduce) with the losses normalized by the global counts; clipping
+    and Adam as the loop. Returns the final weights and each step's loss (the mean over shards)."""
+    from relreason.train.loop import clip_grad_norm
+
+    wl = NarWorkload(cfg, CPU)
+    model = wl.model
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.train.lr, foreach=True)
+    model.train()
+    step_losses = []
+    for step in range(steps):
+        world = world_at(step)
+        shards = [wl.step_batches(step, r, world) for r in range(world)]
+        losses = []
+        for u in range(len(shards[0])):
+            mine = [s[u] for s in shards]
+            net = wl.built.net(wl.tasks[mine[0].task_index].name)
+            outs = [net(p.batch, train=True, generator=p.noise) for p in mine]
+            total = sum(_counts(net, p.batch, o) for p, o in zip(mine, outs))
+            grads, value = [], 0.0
+            for p, o in zip(mine, outs):
+                loss, _ = net.loss(p.batch, o, counts=None if world == 1 else lambda c: total.clamp(min=1) / world)
+                value += float(loss.detach())
+                grads.append(_grads(model, loss))
+            for n, param in model.named_parameters():
+                mine_grads = [g[n] for g in grads if n in g]
+                param.grad = sum(mine_grads) / world if mine_grads else None
+            clip_grad_norm(model, cfg.train.grad_clip)
+            opt.step()
+            losses.append(value / world)
+        step_losses.append(sum(losses) / len(losses))
+    return {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}, step_losses
+
+
+def _weights(cfg, run_dir: Path) -> dict[str, np.ndarray]:
+    from relreason.train import checkpoint as ckpt
+
+    wl = NarWorkload(cfg, CPU)
+    ckpt.load_weights(run_dir / "last", wl.model)
+    return {k: v.detach().numpy().copy() for k, v in wl.model.state_dict().items()}
+
+
+def _records(run_dir: Path, event: str) -> list[dict]:
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r["event"] == event]
+
+
+@pytest.mark.slow
+def test_two_processes_under_torchrun_train_as_one_and_resume_with_another_world_size(tmp_path):
+    """Two gloo processes under torchrun compute exactly the sharded updates (checked against the
+    shards computed in one process, to 1e-6), which are the one-process updates to float rounding;
+    a run one process started continues on two; rank 0 alone writes."""
+    steps, data = 6, tmp_path / "data"
+    cfg = build_config("mpnn", TASK, None, noisy_config(data, steps))
+    half = build_config("mpnn", TASK, None, noisy_config(data, steps // 2))
+    first = run(half, out=tmp_path / "two", name="resumed", show_progress=False)  # one process, half the budget
+    env = {**os.environ, "RELREASON_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([str(TORCHRUN), "--standalone", "--nproc-per-node", "2", str(RUNS_SCRIPT),
+                           str(tmp_path / "two"), str(data), str(steps)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    fresh, resumed = tmp_path / "two" / "fresh", tmp_path / "two" / "resumed"
+
+    for run_dir, world_at in ((fresh, lambda step: 2), (resumed, lambda step: 1 if step < steps // 2 else 2)):
+        expected, losses = _sharded_training(cfg, steps, world_at)
+        got = _weights(cfg, run_dir)
+        for k in expected:
+            np.testing.assert_allclose(got[k], expected[k], rtol=0, atol=1e-6, err_msg=k)
+        for rec in _records(run_dir, "val")[1:]:  # the loss logged is the global batch's (mean over ranks)
+            assert rec["loss"] == pytest.approx(losses[rec["step"] - 1], rel=1e-6)
+        assert json.loads((run_dir / "results.json").read_text())["processes"] == 2
+        assert len(_records(run_dir, "test")) == 1  # rank 0 alone writes
+    assert [r["processes"] for r in _records(resumed, "resume")] == [2]
+    # validation sharded over two processes scores exactly as one process (the same initial weights)
+    assert _records(fresh, "val")[0] == _records(first.run_dir, "val")[0]
+
+    # one process with the same global batch: the same weights to float rounding, except the few where
+    # Adam turns rounding noise into steps: where the gradient is zero in exact arithmetic (a bias
+    # before a softmax) or tiny, m / sqrt(v) is a ratio of rounding errors and the step is up to lr
+    # either way. A wrong noise draw or normalization moves most weights by about lr per step.
+    one, one_losses = _sharded_training(cfg, steps, lambda step: 1)
+    two, two_losses = _sharded_training(cfg, steps, lambda step: 2)
+    diff = np.concatenate([np.abs(one[k] - two[k]).ravel() for k in one])
+    assert diff.max() <= 2 * cfg.train.lr * steps
+    assert np.mean(diff > 1e-5) < 0.05, f"{np.mean(diff > 1e-5):.2%} of the weights differ by more than 1e-5"
+    np.testing.assert_allclose(two_losses, one_losses, rtol=2e-4)
