@@ -443,3 +443,36 @@ def aggregate(result: dict, percent: bool = True) -> tuple[list[dict], list[str]
             row[f"diff ({v})"] = f"{paper[v] - paper[variants[0]]:+.2f}" if v in paper and variants[0] in paper else "-"
         rows.append(row)
     return rows, columns
+
+
+TEXT_SCORES = (("shape", "shape"), ("parse", "parse"), ("clrs", "CLRS"))  # (key in outputs, column name)
+
+
+def size_breakdown(result: dict) -> tuple[list[dict], list[str]] | None:
+    """For text tasks (cells scored per algorithm and size): one row per (algorithm, size), and per
+    variant the shape, parse and CLRS scores in percent, mean ± std over seeds, as the TransNAR
+    paper's Figures 4-6 show them. None when no cell was scored per size."""
+    by: dict[tuple[str, int, str, str], list[float]] = {}
+    keys: list[tuple[str, int]] = []
+    for c in result["cells"]:
+        for entry in (c.get("per_task") or {}).values():
+            if "size" not in entry or "clrs" not in entry.get("outputs", {}):
+                continue
+            key = (entry.get("algorithm", ""), int(entry["size"]))
+            if key not in keys:
+                keys.append(key)
+            for score, _ in TEXT_SCORES:
+                by.setdefault((*key, c["variant"], score), []).append(100.0 * entry["outputs"][score])
+    if not keys:
+        return None
+    variants = result["variants"]
+    columns = ["algorithm", "size"] + [f"{v}: {name}" for v in variants for _, name in TEXT_SCORES]
+    rows = []
+    for algorithm, size in sorted(keys):
+        row: dict = {"algorithm": algorithm, "size": str(size)}
+        for v in variants:
+            for score, name in TEXT_SCORES:
+                xs = by.get((algorithm, size, v, score))
+                row[f"{v}: {name}"] = "-" if not xs else "{:.1f} ± {:.1f}".format(*_mean_std(xs))
+        rows.append(row)
+    return rows, columns

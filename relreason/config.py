@@ -384,6 +384,9 @@ def _line_comments(text: str) -> dict[tuple[str, ...], str]:
     return out
 
 
+MULTITASK = "multitask"  # the recipe scope (`tasks: {multitask: ...}`) applied to every multi-task run
+
+
 def recipe_layers(recipe: str, model: str, task: str, kind: str, _seen: tuple[str, ...] = ()) -> list[Layer]:
     """The layers of a recipe, its `inherit:` chain first, scoped `models:` / `tasks:` diffs after its own."""
     if recipe == PAPER:
@@ -398,7 +401,12 @@ def recipe_layers(recipe: str, model: str, task: str, kind: str, _seen: tuple[st
         layers += recipe_layers(str(parent), model, task, kind, _seen + (recipe,))
     own = {k: v for k, v in data.items() if k in SECTIONS}
     layers.append(Layer(f"recipe {name}", own, comments))
-    for scope, key in (("models", model), ("tasks", task), ("tasks", kind)):
+    from relreason.tasks import expand_tasks
+
+    scopes = [("models", model), ("tasks", task), ("tasks", kind)]
+    if len(expand_tasks(task)) > 1:
+        scopes.append(("tasks", MULTITASK))  # any multi-task run (a group or a comma list)
+    for scope, key in scopes:
         scoped = data.get(scope) or {}
         if not isinstance(scoped, dict):
             raise RelreasonError(f"recipe {name}: `{scope}:` must map names to config diffs", "see recipes/quick.yaml")
@@ -406,6 +414,24 @@ def recipe_layers(recipe: str, model: str, task: str, kind: str, _seen: tuple[st
             sub = {(p[2:]): c for p, c in comments.items() if p[:2] == (scope, key)}
             layers.append(Layer(f"recipe {name} ({key})", scoped[key] or {}, sub))
     return layers
+
+
+HOW_KEYS = ("train.device", "train.threads", "train.eval_batch_size", "data.data_dir",  # change no result
+            "model.nar")  # the NAR a TransNAR reads: an input of the run, which no recipe can name
+
+
+def run_deviation(cfg: "Config") -> str | None:
+    """How a run departs from its recipe's protocol: the recipe's own statement, then every value
+    `--set` changed on top of it (except where and how it runs: HOW_KEYS). None when neither."""
+    parts = []
+    if cfg.recipe and (own := recipe_deviation(cfg.recipe)):
+        parts.append(own)
+    plain = cfg.to_dict()
+    changed = [f"{key}={plain[key.split('.')[0]][key.split('.', 1)[1]]}" for key, source in cfg.sources.items()
+               if source.startswith("--set") and key not in HOW_KEYS and key.count(".") == 1]
+    if changed:
+        parts.append("changed with --set over the recipe: " + ", ".join(changed))
+    return "; ".join(parts) or None
 
 
 def recipe_deviation(recipe: str) -> str | None:

@@ -148,3 +148,22 @@ def test_a_cell_another_process_trains_is_skipped_not_waited_for(tmp_path):
 def test_bad_shards_are_refused(tmp_path, shard, message):
     res = runner.invoke(app, _cli_args(tmp_path, "abl", "--shard", shard))
     assert res.exit_code == 1 and message in res.output
+
+
+def test_text_cells_get_a_shape_parse_clrs_table_per_size():
+    from relreason.ablations import size_breakdown
+
+    def cell(variant, seed, clrs):
+        per = {f"sort@{n}": {"algorithm": "sort", "size": n, "outputs": {"shape": 1.0, "parse": 0.5, "clrs": clrs * n}}
+               for n in (10, 12)}
+        return {"variant": variant, "task": "text:sort", "seed": seed, "score": 0.0, "per_task": per}
+
+    result = {"variants": ["a", "b"], "cells": [cell("a", 0, 0.01), cell("a", 1, 0.03), cell("b", 0, 0.05)]}
+    rows, columns = size_breakdown(result)
+    assert columns == ["algorithm", "size", "a: shape", "a: parse", "a: CLRS", "b: shape", "b: parse", "b: CLRS"]
+    assert [(r["algorithm"], r["size"]) for r in rows] == [("sort", "10"), ("sort", "12")]
+    assert rows[0]["a: CLRS"] == "20.0 ± 10.0" and rows[1]["b: CLRS"] == "60.0 ± 0.0"
+    assert rows[0]["a: shape"] == "100.0 ± 0.0" and rows[0]["b: parse"] == "50.0 ± 0.0"
+    nar_only = {"variants": ["a"], "cells": [{"variant": "a", "task": "bfs", "seed": 0, "score": 1.0,
+                                              "per_task": {"bfs": {"score": 1.0, "outputs": {"reach": 1.0}}}}]}
+    assert size_breakdown(nar_only) is None

@@ -67,3 +67,30 @@ def test_every_rt_protocol_value_says_where_it_comes_from():
         assert source.startswith(("recipe rt: ", "model rt")) or key.startswith("processor."), (key, source)
     for key in ("train.lr", "train.batch_size", "train.grad_clip", "model.teacher_forcing", "model.hint_repred"):
         assert "run.py" in cfg.sources[key] or "baselines.py" in cfg.sources[key] or "nets.py" in cfg.sources[key]
+
+
+def test_every_scoped_diff_names_something_that_exists():
+    """A scope key that names no model, task, task kind, group or `multitask` would never apply."""
+    import yaml
+
+    from relreason.config import MULTITASK, RECIPE_DIR, recipe_names
+    from relreason.models.catalog import model_names
+    from relreason.tasks import TASKS, task_groups
+
+    kinds = {TASKS.get(name).kind for name in TASKS.names()}
+    known = {"models": set(model_names()),
+             "tasks": set(TASKS.names()) | set(task_groups()) | kinds | {MULTITASK}}
+    for name in recipe_names():
+        data = yaml.safe_load((RECIPE_DIR / f"{name}.yaml").read_text()) or {}
+        for scope, names in known.items():
+            unknown = set(data.get(scope) or {}) - names
+            assert not unknown, (name, scope, unknown)
+
+
+def test_quick_multitask_scope_applies_to_groups_and_lists_only():
+    group = build_config("triplet_gmpnn", "core8", recipe="quick")
+    listed = build_config("mpnn", "bellman_ford,insertion_sort", recipe="quick")
+    single = build_config("mpnn", "bellman_ford", recipe="quick")
+    assert group.train.train_examples == listed.train.train_examples == 960
+    assert "(multitask)" in group.sources["train.train_examples"]
+    assert single.train.train_examples == 9600

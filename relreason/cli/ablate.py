@@ -51,7 +51,7 @@ def ablate_cmd(
       relreason ablate single-layer --tasks core8 --seeds 3 --jobs 2\n
       relreason ablate single-layer --tasks core8 --seeds 3 --shard $SLURM_ARRAY_TASK_ID/8
     """
-    from relreason.ablations import ABLATIONS, aggregate, run_ablation
+    from relreason.ablations import ABLATIONS, aggregate, run_ablation, size_breakdown
     from relreason.data.store import atomic_path
     from relreason.eval.report import render, rich_table
     from relreason.tasks import expand_tasks
@@ -77,15 +77,23 @@ def ablate_cmd(
                 out.print_json(json.dumps(result))
             return
     rows, columns = aggregate(result)
+    sizes = size_breakdown(result)  # text tasks: shape / parse / CLRS per algorithm and size
+    extra = {"sizes_table": sizes[0]} if sizes else {}
     stem = "results.partial" if missing else "results"
     for fmt, ext in (("json", "json"), ("csv", "csv"), ("md", "md")):
-        body = json.dumps({**result, "table": rows}, indent=2) if fmt == "json" else render(rows, columns, fmt)
+        if fmt == "json":
+            body = json.dumps({**result, "table": rows, **extra}, indent=2)
+        else:  # the markdown holds both tables; the sizes' CSV is a file of its own (results.sizes.csv)
+            body = render(rows, columns, fmt) + (("\n" + render(*sizes, fmt)) if sizes and fmt == "md" else "")
+        if sizes and fmt == "csv":
+            with atomic_path(base / f"{stem}.sizes.csv") as tmp:
+                tmp.write_text(render(*sizes, "csv"))
         with atomic_path(base / f"{stem}.{ext}") as tmp:
             tmp.write_text(body)
         if not missing:
             (base / f"results.partial.{ext}").unlink(missing_ok=True)  # superseded by the complete tables
     if as_json:
-        out.print_json(json.dumps({**result, "table": rows}))
+        out.print_json(json.dumps({**result, "table": rows, **extra}))
         return
     unit = "relative loss, lower is better" if result["lower_is_better"] else "test score %, higher is better"
     title = (f"{abl.name}: {abl.description} ({unit}; mean ± std over {seeds} seed{'s' * (seeds > 1)}; "
@@ -93,6 +101,9 @@ def ablate_cmd(
     if missing:
         title += f" — PARTIAL: {len(result['cells'])} of {result['planned']} cells"
     out.print(rich_table(rows, columns, title))
+    if sizes:
+        out.print(rich_table(*sizes, f"{abl.name}: shape, parse and CLRS scores (%) per algorithm and size, "
+                                     f"mean ± std over {seeds} seed{'s' * (seeds > 1)}"))
     if result["paper_line"]:
         out.print(escape(result["paper_line"]), highlight=False)
     err.print(escape(f"tables: {base}/{stem}.{{md,csv,json}}"), highlight=False)

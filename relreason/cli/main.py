@@ -147,6 +147,8 @@ def _recipe_changes(r: dict) -> str:
 
 
 # what: (rows, title, [(column, cell of a row)])
+PROSE_WIDTH = 72  # characters per line of a prose column in `list` tables
+
 LISTS: dict[str, tuple[Callable[[], Rows], str, list[tuple[str, Callable[[dict], str]]]]] = {
     "algorithms": (_algorithms, "algorithms", [
         ("name", lambda r: r["name"]), ("class", lambda r: r["class"]),
@@ -188,8 +190,9 @@ def list_cmd(what: Annotated[str, typer.Argument(help="What to list: " + ", ".jo
         out.print_json(json.dumps({what: rows}))
         return
     table = Table(title=title)
-    for column, _ in columns:
-        table.add_column(column, no_wrap=column == "name")
+    for column, _ in columns:  # names and commands whole; prose wraps at a readable width (also piped)
+        whole = column in ("name", "command")
+        table.add_column(column, no_wrap=whole, max_width=None if whole else PROSE_WIDTH)
     for r in rows:
         table.add_row(*(cell(r) for _, cell in columns))
     out.print(table, highlight=False, markup=False)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
+
 from relreason.errors import RelreasonError
 from relreason.train import checkpoint as ckpt
 
@@ -64,6 +66,8 @@ def evaluate_checkpoint(target=None, *, ood: int | None = None, split: str | Non
     cfg = resolve(stored.model_name, stored.task, [Layer("stored", {s: plain[s] for s in stored.sections()}),
                                                    Layer("--set", parse_overrides(over))], stored.recipe)
     dev = resolve_device(cfg.train.device)
+    if cfg.train.threads:  # the run's thread count (or --set train.threads=N), as in training
+        torch.set_num_threads(cfg.train.threads)
     workload = build_workload(cfg, dev)
     try:
         ckpt.load_weights(path, workload.model)

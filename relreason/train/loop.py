@@ -41,7 +41,7 @@ from pathlib import Path
 import torch
 
 from relreason import __version__
-from relreason.config import Config, config_from_dict, recipe_deviation
+from relreason.config import Config, config_from_dict, run_deviation
 from relreason.errors import RelreasonError
 from relreason.runtime import RunLock, bars_enabled, keep_freed_memory, progress
 from relreason.train import checkpoint as ckpt
@@ -113,13 +113,23 @@ def resume_config(run_dir: Path, overrides: list[str]) -> Config:
     base = {s: plain[s] for s in stored.sections()}
     cfg = resolve(stored.model_name, stored.task, [Layer("stored", base), Layer("--set", parse_overrides(overrides))],
                   stored.recipe)
-    cfg.sources = stored.sources
+    cfg.sources = _stored_sources(run_dir) or stored.sources
+    for key in config_diff(stored, cfg):
+        cfg.sources[key] = "--set (on resume)"
     bad = {k: v for k, v in config_diff(stored, cfg).items() if k not in RESUMABLE_KEYS}
     if bad:
         shown = ", ".join(f"{k}={new!r} (the run has {old!r})" for k, (old, new) in sorted(bad.items()))
         raise RelreasonError(f"--resume continues the run as it was configured; it cannot change {shown}",
                              f"drop those options, or start a new run; only {', '.join(RESUMABLE_KEYS)} may change")
     return cfg
+
+
+def _stored_sources(run_dir: Path) -> dict[str, str]:
+    """Where each value of the run came from, as its config.json recorded when it started ({} if unknown)."""
+    try:
+        return dict(json.loads((Path(run_dir) / "config.json").read_text()).get("sources") or {})
+    except (OSError, ValueError, AttributeError):
+        return {}
 
 
 def has_progress(run_dir: Path) -> bool:
@@ -208,7 +218,7 @@ class _Session:
         self.state = {"step": 0, "examples": 0, "best_val": None, "best_examples": None, "seconds": 0.0,
                       "last_loss": None}
         self.extra = {"task": cfg.task, "model": cfg.model_name, "command": command}
-        self.deviation = recipe_deviation(cfg.recipe) if cfg.recipe else None
+        self.deviation = run_deviation(cfg)
 
     # -- phase 1: the run directory ------------------------------------------------------------
 

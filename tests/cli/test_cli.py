@@ -126,8 +126,13 @@ def test_every_list_as_json(what):
 
 def test_list_recipes_says_what_each_recipe_changes():
     text = succeeds(relreason("list", "recipes"))
-    row = next(line for line in text.splitlines() if line.strip("│┃ ").startswith("rt "))
-    assert "train.lr=0.00025" in text and "train.batch_size=4" in row  # keys and values, untruncated
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip("│┃ ").startswith("rt "))
+    end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith("│ " + " " * 16))
+    row = " ".join(lines[start:end])  # the rt row: its name line and the lines its prose wraps onto
+    assert "relreason train rt bellman_ford --recipe rt" in lines[start]  # names and commands never wrap
+    assert "train.lr=0.00025" in row and "train.batch_size=4" in row  # keys and values, untruncated
+    assert max(len(line) for line in lines) < 400  # prose wraps, also when piped
     recipes = {r["name"]: r for r in json.loads(succeeds(relreason("list", "recipes", "--json")))["recipes"]}
     quick = recipes["quick"]
     assert quick["inherit"] == "paper" and quick["sets"]["train.train_examples"] > 0

@@ -119,12 +119,22 @@ def test_pointer_decoding_from_edges(carry):
         decoder(Location.NODE, Type.POINTER, edge_dim=0, pointer_decoding=PointerDecoding.EDGE)
 
 
+def _rt_edges(ctx: DecodeContext) -> torch.Tensor:
+    """e as the RT authors' decoders read it: [encoded edges, previous edge state, new edge state]."""
+    return torch.cat([ctx.edge.dense(), ctx.prev_edge, ctx.edge_state], -1)
+
+
+@pytest.mark.parametrize("rt_reads", [False, True], ids=["edges", "rt-edge-history"])
 @pytest.mark.parametrize("typ", [Type.SCALAR, Type.CATEGORICAL, Type.POINTER])
-def test_edge_formulas(typ):
-    dec = decoder(Location.EDGE, typ)
-    ctx = make_ctx()
+def test_edge_formulas(typ, rt_reads):
+    """With the RT's reads (authors' nets.py), h_e_t = [edge_fts, e_hidden, nxt_e_hidden] feeds d2."""
+    if rt_reads:
+        dec, ctx = decoder(Location.EDGE, typ, edge_dim=3, inputs=RT_READS), make_ctx(3)
+        assert dec.d[2].in_features == H + 2 * 3
+    else:
+        dec, ctx = decoder(Location.EDGE, typ), make_ctx()
     out = dec(ctx, train=False, generator=None)
-    d, e = dec.d, ctx.edge.dense()
+    d, e = dec.d, (_rt_edges(ctx) if rt_reads else ctx.edge.dense())
     b, i, j, k = 1, 3, 0, 2
     pred = d[0](ctx.h[b, i]) + d[1](ctx.h[b, j]) + d[2](e[b, i, j])
     if typ is Type.POINTER:
@@ -146,29 +156,6 @@ def test_graph_formulas(typ):
         torch.testing.assert_close(out, pred + d[2](ctx.h).squeeze(-1))
     else:
         torch.testing.assert_close(out, pred if typ is Type.CATEGORICAL else pred.squeeze(-1))
-
-
-def _rt_edges(ctx: DecodeContext) -> torch.Tensor:
-    """e as the RT authors' decoders read it: [encoded edges, previous edge state, new edge state]."""
-    return torch.cat([ctx.edge.dense(), ctx.prev_edge, ctx.edge_state], -1)
-
-
-@pytest.mark.parametrize("typ", [Type.SCALAR, Type.CATEGORICAL, Type.POINTER])
-def test_edge_history_edge_formulas(typ):
-    """Authors' nets.py: h_e_t = [edge_fts, e_hidden, nxt_e_hidden] feeds the edge decoders' d2."""
-    dec = decoder(Location.EDGE, typ, edge_dim=3, inputs=RT_READS)
-    assert dec.d[2].in_features == H + 2 * 3
-    ctx = make_ctx(3)
-    out = dec(ctx, train=False, generator=None)
-    d, e = dec.d, _rt_edges(ctx)
-    b, i, j, k = 1, 3, 0, 2
-    pred = d[0](ctx.h[b, i]) + d[1](ctx.h[b, j]) + d[2](e[b, i, j])
-    if typ is Type.POINTER:
-        torch.testing.assert_close(out[b, i, j, k], d[4](torch.maximum(pred, d[3](ctx.h[b, k])))[0])
-    elif typ is Type.CATEGORICAL:
-        torch.testing.assert_close(out[b, i, j], pred)
-    else:
-        torch.testing.assert_close(out[b, i, j], pred[0])
 
 
 @pytest.mark.parametrize("pointer_decoding", list(PointerDecoding))

@@ -18,6 +18,7 @@ from relreason.data.text import TEXT_PRESETS, text_batch
 from relreason.errors import RelreasonError
 from relreason.tasks import text_pieces
 from relreason.train import run
+from resume_check import assert_resume_is_exact
 from relreason.train.text import TextWorkload, TransNARWorkload, build_text_workload, text_generator
 
 TINY = ["model.layers=1", "model.width=16", "model.heads=2", "model.context=512", "model.max_position=1024",
@@ -149,17 +150,7 @@ def test_tokenizer_record_is_checked_when_a_checkpoint_is_loaded(tmp_path):
 def test_interrupted_and_resumed_text_run_equals_uninterrupted(tmp_path, model, nar_run):
     extra = ([f"model.nar={nar_run}"] if model == "transnar" else []) + ["train.eval_every_examples=18"]
     task = "text:binary_search"  # short answers: cheap validations
-    run(tiny(model, task, extra + ["train.train_examples=36"]), out=tmp_path / "a", name="r", show_progress=False)
-    run(tiny(model, task, extra + ["train.train_examples=18"]), out=tmp_path / "b", name="r", show_progress=False)
-    from relreason.train.loop import resume_config
-
-    cfg = resume_config(tmp_path / "b" / "r", ["train.train_examples=36"])
-    run(cfg, out=tmp_path / "b", name="r", resume=True, show_progress=False)
-    a = load_file(str(tmp_path / "a" / "r" / "last" / "model.safetensors"))
-    b = load_file(str(tmp_path / "b" / "r" / "last" / "model.safetensors"))
-    assert a.keys() == b.keys()
-    for k in a:
-        assert torch.equal(a[k], b[k]), k
+    assert_resume_is_exact(lambda n: tiny(model, task, extra + [f"train.train_examples={n}"]), 36, 18, tmp_path)
 
 
 def test_transnar_with_closed_gates_is_the_text_transformer(nar_run):

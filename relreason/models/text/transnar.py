@@ -56,7 +56,7 @@ class TransNARConfig:
 
     node_dim: int = 128  # Dn: the NAR's node embedding width (CLRS / Triplet-GMPNN hidden size 128)
     edge_dim: int = 128  # De: the NAR's edge embedding width (same hidden size)
-    nodes_only: bool = False  # True: cross-attend to node embeddings only (transnar-nodes-only ablation)
+    nodes_only: bool = False  # cross-attend to node embeddings only (on in the transnar-nodes-only ablation)
     cross_every: int = 1  # a gated cross-attention before text layers 0, k, 2k, ...; Figure 3 interleaves every layer
     cross_heads: int | None = None  # None: the text model's heads
     cross_head_dim: int | None = None  # None: the text model's head width

@@ -1,0 +1,33 @@
+"""The package layout pyproject.toml declares: every subpackage is listed (setuptools is given an
+explicit list because recipes/ is mapped into the package), and the recipes ship as package data."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import relreason
+from relreason.config import RECIPE_DIR, recipe_names
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_every_subpackage_is_listed_for_the_wheel():
+    pkg_root = Path(relreason.__file__).parent
+    found = {"relreason." + ".".join(p.parent.relative_to(pkg_root).parts) if p.parent != pkg_root else "relreason"
+             for p in pkg_root.rglob("__init__.py") if "__pycache__" not in p.parts}
+    listed = set(_pyproject()["tool"]["setuptools"]["packages"])
+    assert found | {"relreason.recipes"} == listed
+
+
+def test_recipes_are_package_data_of_relreason_recipes():
+    tool = _pyproject()["tool"]["setuptools"]
+    assert tool["package-dir"]["relreason.recipes"] == "recipes"
+    assert tool["package-data"]["relreason.recipes"] == ["*.yaml"]
+    assert RECIPE_DIR.resolve() == (ROOT / "recipes").resolve()
+    shipped = {p.stem for p in (ROOT / "recipes").glob("*.yaml")}
+    assert shipped == set(recipe_names()) and {"default", "quick", "rt"} <= shipped
