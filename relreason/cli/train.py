@@ -122,6 +122,7 @@ def train_cmd(
                                    "deviation": result.deviation, "test": result.test}))
         return
     from relreason.eval.report import rich_table
+    from relreason.models.catalog import model_label
     from relreason.tasks import METRIC_LABELS
 
     best = "-" if result.best_val is None else f"{result.best_val:.4f}"
@@ -129,7 +130,8 @@ def train_cmd(
               f"best validation {best} at {result.best_examples} examples)", highlight=False)
     if result.deviation:
         err.print(f"note: recipe {cfg.recipe}: {result.deviation}", highlight=False, markup=False)
-    title = f"{model} on {task}: {result.test_label} — {METRIC_LABELS.get(result.metric, result.metric)}"
+    title = (f"{model_label(model, cfg.model)} on {task}: {result.test_label} — "
+             f"{METRIC_LABELS.get(result.metric, result.metric)}")
     out.print(rich_table(*score_table({**result.test, "metric": result.metric}), title))
 
 
@@ -181,7 +183,7 @@ def eval_cmd(
     if as_json:
         out.print_json(json.dumps(res))
         return
-    title = f"{res['model']} on {res['task']}: {res['label']} — {res['metric_label']}"
+    title = f"{res['model_label']} on {res['task']}: {res['label']} — {res['metric_label']}"
     if res["split"] == "val" and res["metric"] != "text_clrs":  # text models: see their positions option
         title += " (positions randomized, as in training's validation)" if res["random_positions"] else \
             " (true positions)"

@@ -82,3 +82,11 @@ def model_rows() -> list[tuple[str, str, str]]:
     _load_text_models()
     rows = [(n, Family.NAR.value, e.description) for n, e in PROCESSORS.items()]
     return rows + [(n, Family.TEXT.value, e.description) for n, e in TEXT_MODELS.items()]
+
+
+def model_label(model_name: str, model_cfg: object) -> str:
+    """How result titles name a configured model: its name, and what its configuration takes away
+    (a `transnar` with `use_nar: false` is the text transformer alone: transnar-vs-text)."""
+    if getattr(model_cfg, "use_nar", True) is False:
+        return f"{model_name} without the NAR"
+    return model_name

@@ -42,6 +42,7 @@ def evaluate_checkpoint(target=None, *, ood: int | None = None, split: str | Non
     evaluated (model, task, label, metric, checkpoint)."""
     from relreason.config import Layer, parse_overrides, resolve
     from relreason.models.build import resolve_device
+    from relreason.models.catalog import model_label
     from relreason.runtime import keep_freed_memory
     from relreason.train.workloads import build_workload
 
@@ -79,6 +80,7 @@ def evaluate_checkpoint(target=None, *, ood: int | None = None, split: str | Non
     finally:
         workload.close()
     randomized = which == "val" and bool(getattr(cfg.model, "random_pos", False))
-    return {"checkpoint": str(path), "model": cfg.model_name, "task": cfg.task, "split": which,
+    return {"checkpoint": str(path), "model": cfg.model_name, "model_label": model_label(cfg.model_name, cfg.model),
+            "task": cfg.task, "split": which,
             "metric": workload.metric, "metric_label": workload.metric_label,
             "lower_is_better": workload.lower_is_better, "random_positions": randomized, **res}

