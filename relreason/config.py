@@ -416,19 +416,22 @@ def recipe_layers(recipe: str, model: str, task: str, kind: str, _seen: tuple[st
     return layers
 
 
-HOW_KEYS = ("train.device", "train.threads", "train.eval_batch_size", "data.data_dir",  # change no result
-            "model.nar")  # the NAR a TransNAR reads: an input of the run, which no recipe can name
+# Keys a run may set without departing from its recipe's protocol: where and how it runs (no change
+# to the result), the seed (one draw of the protocol) and the NAR a TransNAR reads (an input of the
+# run, which no recipe can name).
+NOT_PROTOCOL_KEYS = ("train.device", "train.threads", "train.eval_batch_size", "data.data_dir", "train.seed",
+                     "model.nar")
 
 
 def run_deviation(cfg: "Config") -> str | None:
     """How a run departs from its recipe's protocol: the recipe's own statement, then every value
-    `--set` changed on top of it (except where and how it runs: HOW_KEYS). None when neither."""
+    `--set` changed on top of it (except NOT_PROTOCOL_KEYS). None when neither."""
     parts = []
     if cfg.recipe and (own := recipe_deviation(cfg.recipe)):
         parts.append(own)
     plain = cfg.to_dict()
     changed = [f"{key}={plain[key.split('.')[0]][key.split('.', 1)[1]]}" for key, source in cfg.sources.items()
-               if source.startswith("--set") and key not in HOW_KEYS and key.count(".") == 1]
+               if source.startswith("--set") and key not in NOT_PROTOCOL_KEYS and key.count(".") == 1]
     if changed:
         parts.append("changed with --set over the recipe: " + ", ".join(changed))
     return "; ".join(parts) or None

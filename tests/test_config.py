@@ -139,3 +139,13 @@ def test_multi_task_strings_of_one_kind_only():
     assert cfg.tasks == ["bfs", "dfs"]
     with pytest.raises(RelreasonError, match="mix kinds"):
         build_config("mpnn", "bfs,lobster")
+
+
+def test_run_deviation_names_every_protocol_change_over_the_recipe():
+    from relreason.config import recipe_deviation, run_deviation
+
+    assert run_deviation(build_config("mpnn", "bellman_ford", recipe="default", overrides=["train.seed=3",
+                                                                                           "train.threads=1"])) is None
+    dev = run_deviation(build_config("rt", "bellman_ford", overrides=["train.train_examples=8000", "train.seed=1"]))
+    assert dev.startswith(recipe_deviation("rt"))
+    assert dev.endswith("changed with --set over the recipe: train.train_examples=8000")
