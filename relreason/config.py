@@ -144,6 +144,9 @@ class TextDataConfig:
         return out
 
 
+PRECISIONS = ("fp32", "bf16")  # train.precision (relreason.models.precision)
+
+
 @dataclass
 class TrainConfig:
     batch_size: int = 32  # reference default
@@ -155,6 +158,7 @@ class TrainConfig:
     seed: int = 42  # model init, batch order and every noise draw derive from it
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     threads: int = 0  # torch intra-op threads; 0 leaves torch's default
+    precision: str = "fp32"  # fp32 | bf16: bf16 autocast of the training forward (weights, Adam, evaluation stay fp32)
 
     def problems(self) -> list[str]:
         out = [f"train.{k} must be positive, got {getattr(self, k)}"
@@ -169,6 +173,8 @@ class TrainConfig:
             out.append(f"train.seed must be non-negative, got {self.seed}")
         if self.threads < 0:
             out.append(f"train.threads must be 0 (torch's default) or positive, got {self.threads}")
+        if self.precision not in PRECISIONS:
+            out.append(f"train.precision must be {' or '.join(PRECISIONS)}, got {self.precision!r}")
         if self.device not in ("auto", "cpu", "cuda") and not re.fullmatch(r"cuda:\d+", self.device):
             out.append(f"train.device {self.device!r} must be auto, cpu, cuda or cuda:N")
         return out

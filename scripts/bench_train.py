@@ -38,6 +38,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from relreason.config import build_config, recipe_names
 from relreason.data import generate
 from relreason.models import PROCESSORS, Batch, build_model, prepare_spec
+from relreason.models.precision import autocast
 from relreason.runtime import keep_freed_memory
 from relreason.train.loop import clip_grad_norm
 
@@ -123,8 +124,9 @@ def main(argv: list[str] | None = None) -> None:
     timed_batches = batches[args.warmup:]
 
     def forward_backward(batch: Batch) -> None:
-        out = net(batch, train=True, generator=gen)
-        loss, _ = net.loss(batch, out)
+        with autocast(full.train.precision, torch.device("cpu")):  # --set train.precision=bf16
+            out = net(batch, train=True, generator=gen)
+            loss, _ = net.loss(batch, out)
         opt.zero_grad(set_to_none=True)
         loss.backward()
 

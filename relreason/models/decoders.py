@@ -38,6 +38,7 @@ from relreason.data.specs import Feature, Location, Type
 from relreason.models.config import PointerDecoding
 from relreason.models.encoders import PTR, EdgeInput, check_supported, linear, one_hot
 from relreason.models.noise import Noise
+from relreason.models.precision import float32_apply
 
 SINKHORN_STEPS = 10  # decoder's log-Sinkhorn iterations (reference decoders.py)
 SINKHORN_TEMPERATURE = 0.1  # reference decoders.py / postprocess
@@ -148,7 +149,8 @@ def pointer_logits(p1: torch.Tensor, p2: torch.Tensor, edge: EdgeInput | None, w
             col += state.shape[-1]
         if extra is not None:
             extra = extra.transpose(1, 2)  # [i, j] from the pair (j, i)
-    return _PointerLogits.apply(p1, p2 if bias is None else p2 + bias, raw_t, wc, extra, out.weight[0], out.bias)
+    return float32_apply(_PointerLogits.apply, p1, p2 if bias is None else p2 + bias, raw_t, wc, extra,
+                         out.weight[0], out.bias)
 
 
 EDGE_POINTER_CHUNK = 1 << 24  # elements of the (B, c, N, N, H) slab evaluated at a time without autograd

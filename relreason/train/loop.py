@@ -43,6 +43,7 @@ import torch
 from relreason import __version__
 from relreason.config import Config, config_from_dict, run_deviation
 from relreason.errors import RelreasonError
+from relreason.models.precision import autocast
 from relreason.runtime import RunLock, bars_enabled, keep_freed_memory, progress
 from relreason.train import checkpoint as ckpt
 
@@ -334,7 +335,8 @@ class _Session:
                     step = st["step"]
                     losses = []
                     for part in self.wl.step_batches(step, dd.rank, dd.world):
-                        loss, _terms = self.wl.loss(module, part, step)
+                        with autocast(t.precision, dd.device):  # bf16: the forward only
+                            loss, _terms = self.wl.loss(module, part, step)
                         # one exchange per update: the global batch's loss (the mean of the ranks') and
                         # whether any rank was asked to stop, so that all stop after the same step
                         total, asked = dd.sum([float(loss.detach()), float(requests.requested)])

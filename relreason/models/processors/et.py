@@ -57,6 +57,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from relreason.errors import RelreasonError
+from relreason.models.precision import float32_apply
 from relreason.models.processors.base import Processor, State, check_config, masked_fill_value, register_processor
 
 
@@ -240,8 +241,8 @@ class TriangularAttention(nn.Module):
             o = torch.matmul(alpha, v1)  # (B, h, X, Y, c): sum_l alpha_xyl V1 e_xl, batched over x
         else:
             v2 = self.split(self.value2(e)).transpose(2, 3)  # (B, h, Y, L, c): V2 e_ly
-            o = TriangularProduct.apply(alpha.reshape(b * h, n, n, n), v1.reshape(b * h, n, n, c),
-                                        v2.reshape(b * h, n, n, c), self.budget).view(b, h, n, n, c)
+            o = float32_apply(TriangularProduct.apply, alpha.reshape(b * h, n, n, n), v1.reshape(b * h, n, n, c),
+                                  v2.reshape(b * h, n, n, c), self.budget).view(b, h, n, n, c)
         return self.out(o.permute(0, 2, 3, 1, 4).reshape(b, n, n, d))  # concat heads, then Wo
 
 

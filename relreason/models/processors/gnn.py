@@ -25,6 +25,7 @@ from torch import nn
 
 from relreason.errors import RelreasonError
 from relreason.models.encoders import EdgeInput, linear
+from relreason.models.precision import float32_apply
 from relreason.models.processors.base import Processor, State, masked_fill_value, register_processor
 from relreason.models.processors.mpnn import MPNN, MPNNConfig
 
@@ -86,7 +87,7 @@ class _MaxPlus(torch.autograd.Function):
 
 def max_plus(a: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     """max_i (a[:, i, j] + c[:, i, k]) -> (B, N, N, T) with memory bounded by TRIPLET_CHUNK_ELEMENTS."""
-    return _MaxPlus.apply(a, c)
+    return float32_apply(_MaxPlus.apply, a, c)
 
 
 class TripletMessages(nn.Module):

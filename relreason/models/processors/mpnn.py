@@ -20,6 +20,7 @@ from torch import nn
 
 from relreason.errors import RelreasonError
 from relreason.models.encoders import EdgeInput, linear
+from relreason.models.precision import float32_apply
 from relreason.models.processors.base import Processor, State, masked_fill_value, register_processor
 
 
@@ -86,7 +87,7 @@ class MPNN(Processor):
         if bool(allowed.all()):  # common case (no padding, MPNN): no (B, N, N, H) masking pass
             allowed = None
         params = [t for layer in self.mlp for t in (layer.weight, layer.bias)]
-        return _Messages.apply(receiver, sender, raw, wc, allowed, *params)
+        return float32_apply(_Messages.apply, receiver, sender, raw, wc, allowed, *params)
 
 
 def fused_linear(x: torch.Tensor, *layers: nn.Linear) -> tuple[torch.Tensor, ...]:
