@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from relreason.config import Config, build_config, keys_of, parse_overrides
+from relreason.data.text import SCORE_TITLES
 from relreason.errors import RelreasonError
 from relreason.registry import Registry
 
@@ -445,9 +446,6 @@ def aggregate(result: dict, percent: bool = True) -> tuple[list[dict], list[str]
     return rows, columns
 
 
-TEXT_SCORES = (("shape", "shape"), ("parse", "parse"), ("clrs", "CLRS"))  # (key in outputs, column name)
-
-
 def size_breakdown(result: dict) -> tuple[list[dict], list[str]] | None:
     """For text tasks (cells scored per algorithm and size): one row per (algorithm, size), and per
     variant the shape, parse and CLRS scores in percent, mean ± std over seeds, as the TransNAR
@@ -461,17 +459,17 @@ def size_breakdown(result: dict) -> tuple[list[dict], list[str]] | None:
             key = (entry.get("algorithm", ""), int(entry["size"]))
             if key not in keys:
                 keys.append(key)
-            for score, _ in TEXT_SCORES:
+            for score in SCORE_TITLES:
                 by.setdefault((*key, c["variant"], score), []).append(100.0 * entry["outputs"][score])
     if not keys:
         return None
     variants = result["variants"]
-    columns = ["algorithm", "size"] + [f"{v}: {name}" for v in variants for _, name in TEXT_SCORES]
+    columns = ["algorithm", "size"] + [f"{v}: {name}" for v in variants for name in SCORE_TITLES.values()]
     rows = []
     for algorithm, size in sorted(keys):
         row: dict = {"algorithm": algorithm, "size": str(size)}
         for v in variants:
-            for score, name in TEXT_SCORES:
+            for score, name in SCORE_TITLES.items():
                 xs = by.get((algorithm, size, v, score))
                 row[f"{v}: {name}"] = "-" if not xs else "{:.1f} ± {:.1f}".format(*_mean_std(xs))
         rows.append(row)

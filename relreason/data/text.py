@@ -399,6 +399,9 @@ def _number(token: str) -> float | None:
         return None
 
 
+SCORE_TITLES = {"shape": "shape", "parse": "parse", "clrs": "CLRS"}  # TextScore field -> column title
+
+
 @dataclass(frozen=True)
 class TextScore:
     """The TransNAR scores of one answer: shape (0/1), parse (0/1), CLRS (fraction in [0, 1])."""
@@ -410,7 +413,7 @@ class TextScore:
     @staticmethod
     def mean(scores: Sequence["TextScore"]) -> "TextScore":
         n = max(len(scores), 1)
-        return TextScore(*(sum(getattr(s, k) for s in scores) / n for k in ("shape", "parse", "clrs")))
+        return TextScore(*(sum(getattr(s, k) for s in scores) / n for k in SCORE_TITLES))
 
 
 def score_answer(prediction: str, truth: str, *, trace: bool = False) -> TextScore:

@@ -115,9 +115,10 @@ def resume_config(run_dir: Path, overrides: list[str]) -> Config:
     cfg = resolve(stored.model_name, stored.task, [Layer("stored", base), Layer("--set", parse_overrides(overrides))],
                   stored.recipe)
     cfg.sources = _stored_sources(run_dir) or stored.sources
-    for key in config_diff(stored, cfg):
+    changed = config_diff(stored, cfg)
+    for key in changed:
         cfg.sources[key] = "--set (on resume)"
-    bad = {k: v for k, v in config_diff(stored, cfg).items() if k not in RESUMABLE_KEYS}
+    bad = {k: v for k, v in changed.items() if k not in RESUMABLE_KEYS}
     if bad:
         shown = ", ".join(f"{k}={new!r} (the run has {old!r})" for k, (old, new) in sorted(bad.items()))
         raise RelreasonError(f"--resume continues the run as it was configured; it cannot change {shown}",

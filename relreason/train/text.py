@@ -45,7 +45,7 @@ import torch
 from torch import nn
 
 from relreason.config import Config
-from relreason.data.text import TextScore, check_stream, draw_sample, render_dataset, score_answer
+from relreason.data.text import SCORE_TITLES, TextScore, check_stream, draw_sample, render_dataset, score_answer
 from relreason.errors import RelreasonError
 from relreason.seeds import Purpose, derive_seed
 from relreason.tasks import task_entries, text_pieces
@@ -355,13 +355,12 @@ class TextWorkload(Workload):
         for (i, n), scores in sorted(cells.items()):
             alg = self.algorithms[i]
             mean = TextScore.mean(scores)
-            per_task[f"{alg}@{n}"] = {"score": mean.clrs, "outputs": {"shape": mean.shape, "parse": mean.parse,
-                                                                      "clrs": mean.clrs},
+            per_task[f"{alg}@{n}"] = {"score": mean.clrs, "outputs": {k: getattr(mean, k) for k in SCORE_TITLES},
                                       "hints": {}, "algorithm": alg, "size": n, "num": len(scores),
                                       "label": f"{split}, n={n}, {len(scores)} examples"}
             by_task.setdefault(i, []).extend(scores)
         means = [TextScore.mean(s) for _, s in sorted(by_task.items())]
-        outputs = {k: float(np.mean([getattr(m, k) for m in means])) for k in ("shape", "parse", "clrs")}
+        outputs = {k: float(np.mean([getattr(m, k) for m in means])) for k in SCORE_TITLES}
         sizes = sorted({n for _, n in cells})
         counts = sorted({len(s) for s in cells.values()})
         per = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
@@ -497,14 +496,13 @@ WORKLOADS.register("text", build_text_workload)
 
 # -- reporting -------------------------------------------------------------------------------------
 
-TEXT_COLUMNS = ["algorithm", "size", "shape", "parse", "CLRS"]
+TEXT_COLUMNS = ["algorithm", "size", *SCORE_TITLES.values()]
 
 
 def text_table(res: dict) -> tuple[list[dict], list[str]]:
     """Rows (algorithm, size, shape, parse, CLRS) of a text evaluation's `per_task`, then the mean."""
     cells = (res.get("per_task") or {}).values()
-    rows = [{"algorithm": r["algorithm"], "size": r["size"], "shape": r["outputs"]["shape"],
-             "parse": r["outputs"]["parse"], "CLRS": r["outputs"]["clrs"]} for r in cells]
-    o = res["outputs"]
-    rows.append({"algorithm": "mean", "size": "all", "shape": o["shape"], "parse": o["parse"], "CLRS": o["clrs"]})
+    rows = [{"algorithm": r["algorithm"], "size": r["size"], **{t: r["outputs"][k] for k, t in SCORE_TITLES.items()}}
+            for r in cells]
+    rows.append({"algorithm": "mean", "size": "all", **{t: res["outputs"][k] for k, t in SCORE_TITLES.items()}})
     return rows, TEXT_COLUMNS

@@ -109,12 +109,6 @@ def step_indices(seed: int, step: int, n: int, batch_size: int, task_index: int 
     return rng.integers(0, n, size=batch_size)
 
 
-def noise_generator(seed: int, step: int, task_index: int = 0) -> torch.Generator:
-    """A plain generator on the stream of one training update (training itself draws its noise
-    through `step_noise`, which keys every draw site off the same seed)."""
-    return torch.Generator().manual_seed(derive_seed(seed, Purpose.NOISE, step, task_index))
-
-
 def validation_generator(seed: int, task_index: int = 0) -> torch.Generator:
     """Random positions of validation: the same draw at every validation, so checkpoints are compared
     on identical inputs (and a resumed run validates as the original)."""
