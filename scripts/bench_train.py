@@ -12,8 +12,9 @@ otherwise from the defaults; --hidden overrides the width.
 
 FLOPs are counted by `torch.utils.flop_counter.FlopCounterMode` on the very batches that are timed
 (matmul-like operations only, forward + backward for training; elementwise work is not counted, as
-usual for MFU). The peak is the machine's fp32 matmul rate measured on the spot: the best of a few
-2048 x 2048 matmuls at the thread count used. MFU = counted FLOPs / time / peak. Two clocks: wall
+usual for MFU; the ET's triangular products, contractions with no matmul form, count as their eager
+batched-matmul form: 2 FLOPs per multiply-add term). The peak is the machine's fp32 matmul rate
+measured on the spot: the best of a few 2048 x 2048 matmuls at the thread count used. MFU = counted FLOPs / time / peak. Two clocks: wall
 time, and process CPU time / threads (`*_cpu`), which is what to read on a shared machine: it does
 not count the time the process waits for a core (both the workload and the peak are measured so).
 
@@ -38,6 +39,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from relreason.config import build_config, recipe_names
 from relreason.data import generate
 from relreason.models import PROCESSORS, Batch, build_model, prepare_spec
+from relreason.models import kernels
+from relreason.models.processors import et
 from relreason.models.precision import autocast
 from relreason.runtime import keep_freed_memory
 from relreason.train.loop import clip_grad_norm
@@ -74,9 +77,19 @@ def matmul_peak(size: int = PEAK_SIZE, tries: int = PEAK_TRIES) -> tuple[float, 
 
 
 def count_flops(fn: Callable[[], object]) -> int:
-    """Matmul-like FLOPs of everything `fn` runs (forward and, if it calls it, backward)."""
-    with FlopCounterMode(display=False) as counter:
-        fn()
+    """Matmul-like FLOPs of everything `fn` runs (forward and, if it calls it, backward).
+
+    Counted with the eager kernels: the ET's triangular products (contractions with no matrix-product
+    form, compiled into fused loops when timed) then run as batched matmuls at every n, so they count
+    as 2 FLOPs per multiply-add term, like any contraction (at n < 32 their eager kernel is otherwise a
+    loop of elementwise multiply-adds, which the counter does not see)."""
+    loop_max = et.LOOP_MAX_TERMS
+    et.LOOP_MAX_TERMS = 0
+    try:
+        with kernels.enabled(False), FlopCounterMode(display=False) as counter:
+            fn()
+    finally:
+        et.LOOP_MAX_TERMS = loop_max
     return counter.get_total_flops()
 
 

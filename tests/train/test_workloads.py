@@ -83,6 +83,14 @@ def test_multi_task_model_shares_one_processor_and_saves_it_once(tmp_path):
 
 
 @pytest.mark.slow
+def test_edge_transformer_with_compiled_kernels_resumes_exactly(tmp_path):
+    """The fused loops (relreason.models.kernels) are as deterministic as the eager kernels."""
+    assert build_config("et", "bellman_ford").processor.compiled_kernels
+    assert_resume_is_exact(lambda n: tiny(tmp_path, "et", "bellman_ford", [f"train.train_examples={n}"]),
+                           24, 12, tmp_path)
+
+
+@pytest.mark.slow
 def test_multi_task_run_resumes_exactly_and_reports_per_task(tmp_path):
     res = assert_resume_is_exact(lambda n: tiny(tmp_path, "mpnn", "bfs,dfs", [f"train.train_examples={n}"]),
                                  32, 16, tmp_path)

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from relreason.errors import RelreasonError
+from relreason.models import kernels
 from relreason.models.processors import PROCESSORS
 from relreason.models.processors import et
 from relreason.models.processors.base import State
@@ -99,14 +100,45 @@ def test_triangular_attention_matches_loops(value_ablation, attention_ablation, 
     assert torch.allclose(got[:real, :real], want[:real, :real], atol=1e-5)
 
 
+@pytest.mark.parametrize("compiled", [False, True])  # eager chunked kernels / compiled fused loops
 @pytest.mark.parametrize("budget", [1, 10 ** 9])  # one row per chunk / everything in one chunk
-def test_triangular_product_forward_and_gradients(budget):
+def test_triangular_product_forward_and_gradients(budget, compiled):
     g = torch.Generator().manual_seed(0)
     a, p, q = (torch.randn(*shape, generator=g, dtype=torch.double, requires_grad=True)
                for shape in ((3, 4, 5, 6), (3, 4, 6, 2), (3, 5, 6, 2)))
-    out = TriangularProduct.apply(a, p, q, budget)
+    out = TriangularProduct.apply(a, p, q, budget, compiled)
     assert torch.allclose(out, torch.einsum("gijk,gikc,gjkc->gijc", a, p, q))
-    assert torch.autograd.gradcheck(lambda a, p, q: TriangularProduct.apply(a, p, q, budget), (a, p, q))
+    assert torch.autograd.gradcheck(lambda a, p, q: TriangularProduct.apply(a, p, q, budget, compiled), (a, p, q))
+
+
+def test_compiled_and_eager_triangular_products_agree_in_float32():
+    g = torch.Generator().manual_seed(3)
+    a = torch.softmax(torch.randn(8, 16, 16, 16, generator=g), -1).requires_grad_()
+    p, q = (torch.randn(8, 16, 16, 4, generator=g, requires_grad=True) for _ in range(2))
+    w = torch.randn(8, 16, 16, 4, generator=g)
+    results = []
+    for compiled in (False, True):
+        out = TriangularProduct.apply(a, p, q, 1 << 20, compiled)
+        results.append((out, *torch.autograd.grad((out * w).sum(), (a, p, q))))
+    for eager, fused in zip(*results):
+        torch.testing.assert_close(fused, eager, rtol=1e-5, atol=1e-5)
+
+
+def test_a_failed_compilation_falls_back_to_the_eager_kernels_and_says_so_once(monkeypatch, capsys):
+    def broken(fn, **kwargs):
+        def run(*args):
+            raise torch._dynamo.exc.BackendCompilerFailed(fn, RuntimeError("no C++ compiler found"), None)
+        return run
+
+    monkeypatch.setattr(torch, "compile", broken)
+    monkeypatch.setattr(kernels, "_compiled", {})
+    monkeypatch.setattr(kernels, "_state", {"on": True, "broken": ""})
+    g = torch.Generator().manual_seed(4)
+    a, p, q = torch.randn(2, 3, 4, 5, generator=g), torch.randn(2, 3, 5, 2, generator=g), torch.randn(2, 4, 5, 2, generator=g)
+    for _ in range(2):
+        torch.testing.assert_close(et.tri_sum(a, p, q, 1 << 20, True), torch.einsum("gijk,gikc,gjkc->gijc", a, p, q))
+    err = capsys.readouterr().err
+    assert err.count("fused kernels unavailable") == 1 and "no C++ compiler found" in err
 
 
 @pytest.mark.parametrize("loop", [True, False])  # multiply-add loop / one small matmul per pair
@@ -116,7 +148,7 @@ def test_triangular_product_loop_and_matmul_forms_are_the_same_product(monkeypat
     g = torch.Generator().manual_seed(1)
     a, p, q = (torch.randn(*shape, generator=g, dtype=torch.double, requires_grad=True)
                for shape in ((3, 4, 5, 6), (3, 4, 6, 2), (3, 5, 6, 2)))
-    out = TriangularProduct.apply(a, p, q, budget)
+    out = TriangularProduct.apply(a, p, q, budget, False)
     want = torch.einsum("gijk,gikc,gjkc->gijc", a, p, q)
     torch.testing.assert_close(out, want)
     w = torch.randn(out.shape, generator=g, dtype=torch.double)
@@ -180,7 +212,8 @@ def test_attention_ablation_weighs_l_by_row_x_alone():
         changed[:, 1:] += torch.randn(1, 3, 4, 8)  # every row except x = 0
         mask = torch.ones(1, 4, dtype=torch.bool)
         with torch.no_grad():
-            before, after = att.weights(e, mask)[:, :, 0], att.weights(changed, mask)[:, :, 0]
+            weights = [att.weights(*att.projections(x)[:2], mask)[:, :, 0] for x in (e, changed)]
+        before, after = weights
         assert torch.allclose(before, after) == ablation
 
 

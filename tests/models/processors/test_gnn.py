@@ -50,9 +50,10 @@ def naive_max_plus(a, c):
     return (a[:, :, :, None, :] + c[:, :, None, :, :]).amax(1)  # (B, J, K, T)
 
 
-@pytest.mark.parametrize("chunk_elements", [1, 1 << 24])  # one i per chunk, and all at once
-def test_max_plus_matches_the_naive_product_and_its_gradient(monkeypatch, chunk_elements):
+@pytest.mark.parametrize("chunk_elements, cache_bytes", [(1, 1), (1 << 24, 1 << 18)])  # one i / one sample per
+def test_max_plus_matches_the_naive_product_and_its_gradient(monkeypatch, chunk_elements, cache_bytes):  # chunk; all
     monkeypatch.setattr(gnn, "TRIPLET_CHUNK_ELEMENTS", chunk_elements)
+    monkeypatch.setattr(gnn, "MAX_PLUS_CACHE_BYTES", cache_bytes)
     g = torch.Generator().manual_seed(0)
     a = torch.randn(2, 5, 5, 3, generator=g, dtype=torch.float64, requires_grad=True)
     c = torch.randn(2, 5, 5, 3, generator=g, dtype=torch.float64, requires_grad=True)
@@ -65,6 +66,29 @@ def test_max_plus_matches_the_naive_product_and_its_gradient(monkeypatch, chunk_
     for got, want in zip(grads, ref_grads):
         torch.testing.assert_close(got, want)
     assert torch.autograd.gradcheck(gnn.max_plus, (a, c))
+
+
+@pytest.mark.parametrize("chunk_elements", [1, 1 << 24])
+def test_max_plus_splits_the_gradient_over_ties_like_amax_and_jax(monkeypatch, chunk_elements):
+    """Small integers make many i attain the maximum: each gets an equal share (autograd amax, jnp.max)."""
+    monkeypatch.setattr(gnn, "TRIPLET_CHUNK_ELEMENTS", chunk_elements)
+    g = torch.Generator().manual_seed(1)
+    a = torch.randint(0, 2, (2, 6, 4, 3), generator=g).double().requires_grad_()
+    c = torch.randint(0, 2, (2, 6, 5, 3), generator=g).double().requires_grad_()
+    w = torch.randn(2, 4, 5, 3, generator=g, dtype=torch.float64)
+    ties = ((a[:, :, :, None] + c[:, :, None]) == naive_max_plus(a, c)[:, None]).sum(1)
+    assert (ties > 1).float().mean() > 0.5  # the case under test
+    got = torch.autograd.grad((gnn.max_plus(a, c) * w).sum(), (a, c))
+    want = torch.autograd.grad((naive_max_plus(a, c) * w).sum(), (a, c))
+    for x, y in zip(got, want):
+        torch.testing.assert_close(x, y)
+
+
+def test_max_plus_values_without_autograd_equal_the_product():
+    g = torch.Generator().manual_seed(2)
+    a, c = torch.randn(3, 7, 4, 2, generator=g), torch.randn(3, 7, 6, 2, generator=g)
+    with torch.no_grad():
+        assert torch.equal(gnn.max_plus(a, c), naive_max_plus(a, c))
 
 
 def test_triplet_messages_match_the_reference_formula():
