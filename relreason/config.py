@@ -426,7 +426,7 @@ def recipe_layers(recipe: str, model: str, task: str, kind: str, _seen: tuple[st
 # to the result), the seed (one draw of the protocol) and the NAR a TransNAR reads (an input of the
 # run, which no recipe can name).
 NOT_PROTOCOL_KEYS = ("train.device", "train.threads", "train.eval_batch_size", "data.data_dir", "train.seed",
-                     "model.nar")
+                     "model.nar", "processor.chunk_mb", "processor.compiled_kernels")  # the last two: kernels only
 
 
 def run_deviation(cfg: "Config") -> str | None:

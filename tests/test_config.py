@@ -149,3 +149,5 @@ def test_run_deviation_names_every_protocol_change_over_the_recipe():
     dev = run_deviation(build_config("rt", "bellman_ford", overrides=["train.train_examples=8000", "train.seed=1"]))
     assert dev.startswith(recipe_deviation("rt"))
     assert dev.endswith("changed with --set over the recipe: train.train_examples=8000")
+    kernels_only = ["processor.compiled_kernels=false", "processor.chunk_mb=8"]  # same maths, other kernels
+    assert run_deviation(build_config("et", "bellman_ford", overrides=kernels_only)) == recipe_deviation("et")
