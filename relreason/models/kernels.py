@@ -8,9 +8,9 @@ single loop nest that never builds the (.., K, C) product: 5-8x faster on a 2-co
 n = 64 (scripts/bench_train.py --model et). Results equal the eager kernels to float rounding.
 
 `fused(expr, eager, *args)` runs the compiled `expr(*args)`, or `eager()` when compiling is switched
-off (`enabled(False)`, what the models' `compiled_kernels: false` does) or unavailable (no C++
-compiler, or inductor failed): then one line on stderr says so, once per process, and every later
-call runs eager. Each expression is compiled once per process with dynamic shapes (about 10 s,
+off for a block (`enabled(False)`: the benchmark counts FLOPs so) or unavailable (no C++ compiler,
+or inductor failed): then one line on stderr says so, once per process, and every later call runs
+eager. A model option (the ET's `compiled_kernels: false`) skips `fused` altogether. Each expression is compiled once per process with dynamic shapes (about 10 s,
 cached on disk by inductor for later processes).
 """
 
