@@ -105,16 +105,17 @@ class Distributed:
         elif self.local_world > 1:
             torch.set_num_threads(max(1, available_cores() // self.local_world))
 
-    def wrap(self, model: nn.Module, partial: bool = False) -> nn.Module:
+    def wrap(self, model: nn.Module) -> nn.Module:
         """The module the training step runs: DistributedDataParallel with several processes, the model
-        itself alone. `partial`: an update uses only part of the model (multi-task: one task's net), so
-        DDP must look for the parameters it did not use (a graph traversal per update)."""
+        itself alone. DDP looks for the parameters an update did not use (a graph traversal per update):
+        a multi-task update uses one task's net, and on a task without graph outputs nothing reads the
+        graph state, so the ET's and the DAT's graph readouts get no gradient."""
         if self.world == 1:
             return model
         from torch.nn.parallel import DistributedDataParallel
 
         ids = [self.device.index] if self.device.type == "cuda" else None
-        return DistributedDataParallel(model, device_ids=ids, find_unused_parameters=partial)
+        return DistributedDataParallel(model, device_ids=ids, find_unused_parameters=True)
 
     # -- collective operations (all ranks call them in the same order) -----------------------------
 

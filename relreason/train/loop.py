@@ -320,7 +320,7 @@ class _Session:
         """Runs steps until the budget; returns True when interrupted (Ctrl-C / SIGTERM)."""
         cfg, t, st, dd = self.cfg, self.cfg.train, self.state, self.dd
         model = self.wl.model
-        module = dd.wrap(model, partial=getattr(self.wl, "partial_updates", False))
+        module = dd.wrap(model)
         per_step = t.batch_size
         bar = progress(t.train_examples, _desc(cfg), unit="ex", disable=not self.show_progress,
                        initial=st["examples"])

@@ -50,7 +50,6 @@ class Workload(abc.ABC):
     lower_is_better: bool = False
     metric: str = "clrs"
     supports_distributed: bool = False  # exact on several processes (module docstring)
-    partial_updates: bool = False  # an update trains only part of the model (multi-task: one task's net)
 
     @property
     def metric_label(self) -> str:
@@ -143,7 +142,6 @@ class NarWorkload(Workload):
         self.built = build_nar(cfg, device)
         self.model = self.built.model
         self.tasks = self.built.tasks
-        self.partial_updates = self.built.multi
         first = self.tasks[0]
         self.lower_is_better, self.metric = first.lower_is_better, first.metric
         self._eval_cache: dict[tuple, Any] = {}

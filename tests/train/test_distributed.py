@@ -242,3 +242,20 @@ def test_two_processes_under_torchrun_train_as_one_and_resume_with_another_world
     assert diff.max() <= 2 * cfg.train.lr * steps
     assert np.mean(diff > 1e-5) < 0.05, f"{np.mean(diff > 1e-5):.2%} of the weights differ by more than 1e-5"
     np.testing.assert_allclose(two_losses, one_losses, rtol=2e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["et", "dat"])
+def test_models_whose_graph_readout_a_task_leaves_unused_train_under_torchrun(tmp_path, model):
+    """bellman_ford has no graph output, so nothing reads the ET's or the DAT's graph state and their
+    readouts get no gradient: DDP must not wait for it (it did, and the run failed at its second step)."""
+    sets = ["model.hidden=16", "train.batch_size=4", "train.train_examples=16", "train.eval_every_examples=8",
+            "data.train_num=16", "data.train_size=5", "data.val_size=5", "data.test_size=6", "data.val_num=4",
+            "data.test_num=4", "train.threads=1", f"data.data_dir={tmp_path / 'data'}"]
+    env = {**os.environ, "RELREASON_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
+    cmd = [str(TORCHRUN), "--standalone", "--nproc-per-node", "2", "-m", "relreason", "train", model, "bellman_ford",
+           "--recipe", "default", "--out", str(tmp_path / "runs"), "--name", "r"]
+    proc = subprocess.run(cmd + [x for item in sets for x in ("--set", item)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads((tmp_path / "runs" / "r" / "results.json").read_text())["processes"] == 2
