@@ -2,12 +2,13 @@
 training step. Prints figures; it is not a test.
 
     .venv/bin/python scripts/bench_et_memory.py                 # n=64 eval, n=16 train, batch 32, width 64
-    .venv/bin/python scripts/bench_et_memory.py --layers 8 --chunk-mb 512
+    .venv/bin/python scripts/bench_et_memory.py --layers 8 --chunk-mb 512 --eager
 
 The evaluation figure is the process's peak resident set (resource.getrusage ru_maxrss), measured
 first in a fresh process, so it includes the Python + torch baseline (printed separately). The
 training step unrolls `--hint-steps` processor calls carrying the pair state (as the network does
-over a trajectory), then backward and an Adam step.
+over a trajectory), then backward and an Adam step. The compiled kernels (the default; --eager: the
+chunked eager ones) are compiled first, at both sizes with batch 1, so neither figure includes it.
 """
 
 from __future__ import annotations
@@ -49,14 +50,25 @@ def main() -> None:
     parser.add_argument("--chunk-mb", type=int, default=ETConfig.chunk_mb)
     parser.add_argument("--hint-steps", type=int, default=8)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--eager", action="store_true", help="processor.compiled_kernels=false")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     gen = torch.Generator().manual_seed(0)
-    cfg = ETConfig(width=args.width, heads=args.heads, layers=args.layers, chunk_mb=args.chunk_mb)
+    cfg = ETConfig(width=args.width, heads=args.heads, layers=args.layers, chunk_mb=args.chunk_mb,
+                   compiled_kernels=not args.eager)
     model = EdgeTransformer(cfg, args.hidden)
     print(f"Edge Transformer: width {args.width}, heads {args.heads}, layers {args.layers} (tied), "
-          f"{sum(p.numel() for p in model.parameters())} parameters, {torch.get_num_threads()} threads")
+          f"{sum(p.numel() for p in model.parameters())} parameters, {torch.get_num_threads()} threads, "
+          f"{'eager' if args.eager else 'compiled'} kernels")
+    if not args.eager:  # compile at both sizes on one sample (training and evaluation use different kernels)
+        for n, train in ((args.train_n, True), (args.eval_n, False)):
+            x = inputs(1, n, args.hidden, gen)
+            with torch.set_grad_enabled(train):
+                out = model(*x[:3], model.initial_state(1, n, x[0].device), *x[3:])
+                if train:
+                    out.edge.sum().backward()
+        model.zero_grad(set_to_none=True)
 
     baseline = peak_rss_mb()
     node_in, edge_in, graph_in, adj, mask = inputs(args.batch, args.eval_n, args.hidden, gen)
