@@ -422,11 +422,11 @@ def recipe_layers(recipe: str, model: str, task: str, kind: str, _seen: tuple[st
     return layers
 
 
-# Keys a run may set without departing from its recipe's protocol: where and how it runs (no change
-# to the result), the seed (one draw of the protocol) and the NAR a TransNAR reads (an input of the
-# run, which no recipe can name).
+# Keys a run may set without departing from its recipe's protocol: where and how it runs, including
+# which kernels compute the same maths (no change to the result beyond float rounding), the seed (one
+# draw of the protocol) and the NAR a TransNAR reads (an input of the run, which no recipe can name).
 NOT_PROTOCOL_KEYS = ("train.device", "train.threads", "train.eval_batch_size", "data.data_dir", "train.seed",
-                     "model.nar", "processor.chunk_mb", "processor.compiled_kernels")  # the last two: kernels only
+                     "model.nar", "processor.chunk_mb", "processor.compiled_kernels")
 
 
 def run_deviation(cfg: "Config") -> str | None:

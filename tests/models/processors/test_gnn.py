@@ -50,8 +50,9 @@ def naive_max_plus(a, c):
     return (a[:, :, :, None, :] + c[:, :, None, :, :]).amax(1)  # (B, J, K, T)
 
 
-@pytest.mark.parametrize("chunk_elements, cache_bytes", [(1, 1), (1 << 24, 1 << 18)])  # one i / one sample per
-def test_max_plus_matches_the_naive_product_and_its_gradient(monkeypatch, chunk_elements, cache_bytes):  # chunk; all
+# chunks of one i (backward) and one sample (forward), then everything at once
+@pytest.mark.parametrize("chunk_elements, cache_bytes", [(1, 1), (1 << 24, 1 << 18)])
+def test_max_plus_matches_the_naive_product_and_its_gradient(monkeypatch, chunk_elements, cache_bytes):
     monkeypatch.setattr(gnn, "TRIPLET_CHUNK_ELEMENTS", chunk_elements)
     monkeypatch.setattr(gnn, "MAX_PLUS_CACHE_BYTES", cache_bytes)
     g = torch.Generator().manual_seed(0)
