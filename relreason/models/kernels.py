@@ -10,8 +10,8 @@ n = 64 (scripts/bench_train.py --model et). Results equal the eager kernels to f
 `fused(expr, eager, *args)` runs the compiled `expr(*args)`, or `eager()` when compiling is switched
 off for a block (`enabled(False)`: the benchmark counts FLOPs so) or unavailable (no C++ compiler,
 or inductor failed): then one line on stderr says so, once per process, and every later call runs
-eager. A model option (the ET's `compiled_kernels: false`) skips `fused` altogether. Each expression is compiled once per process with dynamic shapes (about 10 s,
-cached on disk by inductor for later processes).
+eager. A model option (the ET's `compiled_kernels: false`) skips `fused` altogether. Each expression is compiled once per process with dynamic shapes (an ET run's
+first compilation takes about 25 s on a 2-core CPU; inductor caches it on disk for later processes).
 """
 
 from __future__ import annotations
