@@ -436,8 +436,9 @@ def run_deviation(cfg: "Config") -> str | None:
     if cfg.recipe and (own := recipe_deviation(cfg.recipe)):
         parts.append(own)
     plain = cfg.to_dict()
-    changed = [f"{key}={plain[key.split('.')[0]][key.split('.', 1)[1]]}" for key, source in cfg.sources.items()
-               if source.startswith("--set") and key not in NOT_PROTOCOL_KEYS and key.count(".") == 1]
+    changed = [f"{key}={plain[section][name]}" for key, source in cfg.sources.items()
+               if source.startswith("--set") and key not in NOT_PROTOCOL_KEYS and key.count(".") == 1
+               for section, name in [key.split(".")]]
     if changed:
         parts.append("changed with --set over the recipe: " + ", ".join(changed))
     return "; ".join(parts) or None

@@ -7,11 +7,13 @@ its operands misses an index of the third, so eager PyTorch runs it as elementwi
 single loop nest that never builds the (.., K, C) product: 5-8x faster on a 2-core CPU at n = 16 and
 n = 64 (scripts/bench_train.py --model et). Results equal the eager kernels to float rounding.
 
-`fused(expr, eager, *args)` runs the compiled `expr(*args)`, or `eager()` when compiling is switched
-off for a block (`enabled(False)`: the benchmark counts FLOPs so) or unavailable (no C++ compiler,
-or inductor failed): then one line on stderr says so, once per process, and every later call runs
-eager. A model option (the ET's `compiled_kernels: false`) skips `fused` altogether. Each expression is compiled once per process with dynamic shapes (an ET run's
-first compilation takes about 25 s on a 2-core CPU; inductor caches it on disk for later processes).
+`fused(expr, *args, eager=...)` runs the compiled `expr(*args)`, or the eager kernel on the same
+arguments (by default `expr` itself, uncompiled) when compiling is switched off for a block
+(`enabled(False)`: the benchmark counts FLOPs so) or unavailable (no C++ compiler, or inductor
+failed): then one line on stderr says so, once per process, and every later call runs eager. A
+model option (the ET's `compiled_kernels: false`) skips `fused` altogether. Each expression is
+compiled once per process with dynamic shapes (an ET run's first compilation takes about 25 s on a
+2-core CPU; inductor caches it on disk for later processes).
 """
 
 from __future__ import annotations
@@ -38,10 +40,12 @@ def enabled(on: bool) -> Iterator[None]:
         _state["on"] = before
 
 
-def fused(expr: Callable[..., torch.Tensor], eager: Callable[[], torch.Tensor], *args: torch.Tensor) -> torch.Tensor:
-    """`expr(*args)` compiled into one loop nest, or `eager()` (the same values) when that is off or unavailable."""
+def fused(expr: Callable[..., torch.Tensor], *args: torch.Tensor,
+          eager: Callable[..., torch.Tensor] | None = None) -> torch.Tensor:
+    """`expr(*args)` compiled into one loop nest, or `eager(*args)` (the same values; default: `expr`
+    uncompiled) when compiling is off or unavailable."""
     if not _state["on"] or _state["broken"]:
-        return eager()
+        return (eager or expr)(*args)
     fn = _compiled.get(expr)
     if fn is None:
         # one variant per dtype and stride pattern (a backward passes transposed views): more than dynamo's 8
@@ -57,4 +61,4 @@ def fused(expr: Callable[..., torch.Tensor], eager: Callable[[], torch.Tensor], 
         _state["broken"] = reason
         print(f"relreason: warning: fused kernels unavailable ({reason}); running the eager kernels "
               "(same results, slower; --set processor.compiled_kernels=false skips the attempt)", file=sys.stderr)
-        return eager()
+        return (eager or expr)(*args)

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import torch
 
+
 def autocast(precision: str, device: torch.device):
     """The context a training forward runs in: bf16 autocast, or nothing for fp32 (train.precision)."""
     if precision == "fp32":

@@ -51,6 +51,7 @@ kernels above remain the fallback and the reference the tests compare against.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -135,14 +136,14 @@ def _masked_softmax(s: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
 def tri_sum(a: torch.Tensor, p: torch.Tensor, q: torch.Tensor, budget: int, compiled: bool) -> torch.Tensor:
     """out[g, i, j, c] = sum_k a[g, i, j, k] p[g, i, k, c] q[g, j, k, c]: the compiled fused loop, or the eager
     chunked kernel (`compiled` False, or compiling unavailable)."""
-    eager = lambda: _tri_sum(a, p, q, budget)  # noqa: E731
-    return fused(_tri_sum_expr, eager, a, p, q) if compiled else eager()
+    eager = functools.partial(_tri_sum, budget=budget)
+    return fused(_tri_sum_expr, a, p, q, eager=eager) if compiled else eager(a, p, q)
 
 
 def tri_channel_sum(grad: torch.Tensor, p: torch.Tensor, q: torch.Tensor, budget: int, compiled: bool) -> torch.Tensor:
     """out[g, i, j, k] = sum_c grad[g, i, j, c] p[g, i, k, c] q[g, j, k, c], compiled or eager as `tri_sum`."""
-    eager = lambda: _tri_channel_sum(grad, p, q, budget)  # noqa: E731
-    return fused(_tri_channel_sum_expr, eager, grad, p, q) if compiled else eager()
+    eager = functools.partial(_tri_channel_sum, budget=budget)
+    return fused(_tri_channel_sum_expr, grad, p, q, eager=eager) if compiled else eager(grad, p, q)
 
 
 def _rows_per_chunk(g: int, rows: int, j: int, k: int, c: int, budget: int, itemsize: int) -> int:
@@ -273,7 +274,7 @@ class TriangularAttention(nn.Module):
             s = torch.matmul(q.transpose(2, 3), k.transpose(-1, -2)).permute(0, 1, 3, 4, 2)
         keep = node_mask[:, None, None, None, :]  # (B, 1, 1, 1, L): padded l excluded
         if self.compiled and not torch.is_grad_enabled():  # evaluation: transpose, mask and softmax in one pass
-            return fused(_masked_softmax, lambda: _masked_softmax(s, keep), s, keep)
+            return fused(_masked_softmax, s, keep)
         return _masked_softmax(s, keep)
 
     def forward(self, e: torch.Tensor, node_mask: torch.Tensor) -> torch.Tensor:
