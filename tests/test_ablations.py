@@ -124,10 +124,12 @@ def test_shards_share_one_sweep_and_the_last_one_writes_the_tables(tmp_path):
     partial = runner.invoke(app, _cli_args(tmp_path, "abl", "--shard", "1/2", "--partial"))
     assert partial.exit_code == 0 and "PARTIAL: 2 of 4 cells" in partial.output
     assert "(1/2 seeds)" in (base / "results.partial.md").read_text()
+    (base / "results.partial.sizes.csv").write_text("stale")  # what a partial text sweep also leaves
     last = runner.invoke(app, _cli_args(tmp_path, "abl", "--shard", "2/2", "--json"))
     assert last.exit_code == 0, last.output
     assert len(json.loads(last.stdout)["cells"]) == 4 and not json.loads(last.stdout)["missing"]
     assert (base / "results.md").is_file() and not (base / "results.partial.md").exists()
+    assert not (base / "results.partial.sizes.csv").exists()
     assert len(_stamps(tmp_path)) == 4
 
 

@@ -80,18 +80,18 @@ def ablate_cmd(
     sizes = size_breakdown(result)  # text tasks: shape / parse / CLRS per algorithm and size
     extra = {"sizes_table": sizes[0]} if sizes else {}
     stem = "results.partial" if missing else "results"
-    for fmt, ext in (("json", "json"), ("csv", "csv"), ("md", "md")):
-        if fmt == "json":
-            body = json.dumps({**result, "table": rows, **extra}, indent=2)
-        else:  # the markdown holds both tables; the sizes' CSV is a file of its own (results.sizes.csv)
-            body = render(rows, columns, fmt) + (("\n" + render(*sizes, fmt)) if sizes and fmt == "md" else "")
-        if sizes and fmt == "csv":
-            with atomic_path(base / f"{stem}.sizes.csv") as tmp:
-                tmp.write_text(render(*sizes, "csv"))
+    # the markdown holds both tables; the sizes' CSV is a file of its own (results.sizes.csv)
+    files = {"json": json.dumps({**result, "table": rows, **extra}, indent=2),
+             "csv": render(rows, columns, "csv"),
+             "md": render(rows, columns, "md") + ("\n" + render(*sizes, "md") if sizes else "")}
+    if sizes:
+        files["sizes.csv"] = render(*sizes, "csv")
+    for ext, body in files.items():
         with atomic_path(base / f"{stem}.{ext}") as tmp:
             tmp.write_text(body)
-        if not missing:
-            (base / f"results.partial.{ext}").unlink(missing_ok=True)  # superseded by the complete tables
+    if not missing:  # the complete tables supersede every partial one
+        for ext in ("json", "csv", "md", "sizes.csv"):
+            (base / f"results.partial.{ext}").unlink(missing_ok=True)
     if as_json:
         out.print_json(json.dumps({**result, "table": rows, **extra}))
         return
