@@ -44,7 +44,7 @@ from relreason.data.trajectory import Dataset
 from relreason.models.catalog import model_rows
 from relreason.runtime import keep_freed_memory
 from relreason.tasks import TASKS
-from relreason.train.loop import clip_grad_norm
+from relreason.train.loop import adam, clip_grad_norm
 
 BUDGET_S = 300.0  # the quick recipe's promise
 clock = time.process_time  # CPU seconds of this process (see --wall)
@@ -113,7 +113,7 @@ def train_cost(wl, steps: int, max_steps: int) -> tuple[float, float]:
     `max_steps` hint steps (cut_training_data). The median, because single steps stall at times."""
     model, t = wl.model, wl.cfg.train
     train = {name: ds for name, ds in (wl._train or {}).items()}  # before cutting
-    opt = torch.optim.Adam(model.parameters(), lr=t.lr, foreach=True)
+    opt = adam(model.parameters(), t.lr)
     model.train()
     full = cut_training_data(wl, max_steps)
     rates = []

@@ -18,8 +18,19 @@ measured on the spot: the best of a few 2048 x 2048 matmuls at the thread count 
 time, and process CPU time / threads (`*_cpu`), which is what to read on a shared machine: it does
 not count the time the process waits for a core (both the workload and the peak are measured so).
 
+The matmul ceiling (`train_matmul_ceiling=`, `eval_matmul_ceiling=`) tells how much of the gap to the
+peak is the matmuls' own shapes and how much the rest of the step: every matmul-like call of the
+counted work (mm, bmm, addmm, baddbmm, with its argument shapes and strides) is recorded, then
+replayed alone on random operands of those shapes, best of 5. Counted FLOPs / replay time / peak is
+the MFU the model would reach if everything else in its step (LayerNorm, softmax, elementwise ops,
+the framework) took no time; the replay's share of the measured time is printed beside it. It is a
+ceiling (the replay's operands stay in cache), for this decomposition of the maths into matmuls. For
+the ET the triangular products replay in their batched-matmul form, slower than the compiled
+kernels that actually run, so its ceiling can fall below its MFU.
+
 Prints `peak_gflops=`, `flops_per_example=` (training) and `eval_flops_per_example=`,
-`eval_examples_per_s=`, `eval_mfu=`, `train_mfu=` and, as its last line, `train_examples_per_s=...`.
+`eval_examples_per_s=`, `eval_mfu=`, `eval_matmul_ceiling=`, `train_mfu=`, `train_matmul_ceiling=`
+and, as its last line, `train_examples_per_s=...`.
 """
 
 from __future__ import annotations
@@ -30,10 +41,11 @@ import sys
 import time
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from relreason.config import build_config, recipe_names
@@ -43,7 +55,7 @@ from relreason.models import kernels
 from relreason.models.processors import et
 from relreason.models.precision import autocast
 from relreason.runtime import keep_freed_memory
-from relreason.train.loop import clip_grad_norm
+from relreason.train.loop import adam, clip_grad_norm
 
 PEAK_SIZE = 2048  # square fp32 matmul of the peak measurement (large enough for MKL's best kernel)
 PEAK_TRIES = 5
@@ -76,7 +88,58 @@ def matmul_peak(size: int = PEAK_SIZE, tries: int = PEAK_TRIES) -> tuple[float, 
     return best[0], best[1]
 
 
-def count_flops(fn: Callable[[], object]) -> int:
+class _Operand(NamedTuple):
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: torch.dtype
+
+
+class MatmulRecorder(TorchDispatchMode):
+    """Records every matmul-like call (operator, argument shapes and strides) that passes through it.
+    These four are all the operators the FLOP counter counts that our models run (no convolutions,
+    no fused attention), so the replay holds all of the counted FLOPs."""
+
+    OPS = (torch.ops.aten.mm.default, torch.ops.aten.bmm.default, torch.ops.aten.addmm.default,
+           torch.ops.aten.baddbmm.default)
+
+    def __init__(self):
+        super().__init__()
+        self.calls: list[tuple] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in self.OPS:
+            self.calls.append((func, [_Operand(tuple(a.shape), a.stride(), a.dtype) if isinstance(a, torch.Tensor)
+                                      else a for a in args], kwargs))
+        return func(*args, **kwargs)
+
+    def replay_time(self, tries: int = 5) -> Timing:
+        """The best of `tries` replays of the recorded calls alone, on random operands of the recorded
+        shapes and strides (kept resident, so this is a ceiling: the real step also moves its operands)."""
+        operands = {}
+
+        def operand(op: _Operand) -> torch.Tensor:
+            if op not in operands:
+                extent = 1 + sum((size - 1) * step for size, step in zip(op.shape, op.stride)) if all(op.shape) else 0
+                operands[op] = torch.randn(extent).to(op.dtype).as_strided(op.shape, op.stride)
+            return operands[op]
+
+        calls = [(func, [operand(a) if isinstance(a, _Operand) else a for a in args], kwargs)
+                 for func, args, kwargs in self.calls]
+
+        def run():
+            for func, args, kwargs in calls:
+                func(*args, **kwargs)
+
+        run()
+        best = None
+        for _ in range(tries):
+            t = timed(run)
+            best = t if best is None or t.wall < best.wall else best
+        return best
+
+
+def count_flops(fn: Callable[[], object], recorder: MatmulRecorder | None = None) -> int:
     """Matmul-like FLOPs of everything `fn` runs (forward and, if it calls it, backward).
 
     Counted with the eager kernels: the ET's triangular products (contractions with no matrix-product
@@ -87,7 +150,11 @@ def count_flops(fn: Callable[[], object]) -> int:
     et.LOOP_MAX_TERMS = 0
     try:
         with kernels.enabled(False), FlopCounterMode(display=False) as counter:
-            fn()
+            if recorder is None:
+                fn()
+            else:
+                with recorder:
+                    fn()
     finally:
         et.LOOP_MAX_TERMS = loop_max
     return counter.get_total_flops()
@@ -129,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
     train_ds = generate(args.task, num=bs * (args.steps + args.warmup), size=args.size, seed=1)
     spec = prepare_spec(train_ds.spec, cfg, args.task)
     net = build_model(spec, cfg, args.model, full.processor)
-    opt = torch.optim.Adam(net.parameters(), lr=1e-3, foreach=True)
+    opt = adam(net.parameters(), 1e-3)
     rng = np.random.default_rng(args.seed)
     gen = torch.Generator().manual_seed(args.seed)
     batches = [Batch.from_dataset(train_ds.take(np.arange(i * bs, (i + 1) * bs)), cfg, spec, "cpu", generator=rng)
@@ -153,7 +220,8 @@ def main(argv: list[str] | None = None) -> None:
     for b in batches[: args.warmup]:
         train_step(b)
     train_t = timed(lambda: [train_step(b) for b in timed_batches])
-    train_flops = sum(count_flops(lambda: forward_backward(b)) for b in timed_batches)
+    train_mm = MatmulRecorder()
+    train_flops = sum(count_flops(lambda: forward_backward(b), train_mm) for b in timed_batches)
     opt.zero_grad(set_to_none=True)
     train_examples = bs * args.steps
 
@@ -181,19 +249,27 @@ def main(argv: list[str] | None = None) -> None:
         with torch.no_grad():
             evaluate(eval_batches[0])  # warm-up at the evaluation size
             eval_t = timed(lambda: [evaluate(b) for b in eval_batches])
-            eval_flops = sum(count_flops(lambda: evaluate(b)) for b in eval_batches)
+            eval_mm = MatmulRecorder()
+            eval_flops = sum(count_flops(lambda: evaluate(b), eval_mm) for b in eval_batches)
+            eval_mm_t = eval_mm.replay_time()
         ew, ec = eval_t.rate(eval_flops)
         print(f"eval_flops_per_example={eval_flops / eval_num / 1e9:.3f} GFLOP (n={args.eval_size}, "
               f"batch {ebs}, {eval_num} samples)")
         print(f"eval_gflops={ew / 1e9:.1f} (cpu {ec / 1e9:.1f})")
         print(f"eval_mfu={ew / peak_wall:.2f} (cpu {ec / peak_cpu:.2f})")
+        print(f"eval_matmul_ceiling={eval_flops / eval_mm_t.wall / peak_wall:.2f} "
+              f"(matmuls alone {eval_mm_t.wall:.3f} s = {eval_mm_t.wall / eval_t.wall:.0%} of the evaluation)")
         print(f"eval_examples_per_s={eval_num / eval_t.wall:.1f} (cpu {eval_num / eval_t.cpu:.1f})")
 
     tw, tc = train_t.rate(train_flops)
+    train_mm_t = train_mm.replay_time()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak_rss_mb={peak:.0f}")
     print(f"train_gflops={tw / 1e9:.1f} (cpu {tc / 1e9:.1f})")
     print(f"train_mfu={tw / peak_wall:.2f} (cpu {tc / peak_cpu:.2f})")
+    print(f"train_matmul_ceiling={train_flops / train_mm_t.wall / peak_wall:.2f} "
+          f"(matmuls alone {train_mm_t.wall:.3f} s = {train_mm_t.wall / train_t.wall:.0%} of training, "
+          f"{1e3 * train_mm_t.wall / train_examples:.2f} ms per example; {len(train_mm.calls)} calls)")
     print(f"train_examples_per_s={train_examples / train_t.wall:.1f} (cpu {train_examples / train_t.cpu:.1f})")
 
 

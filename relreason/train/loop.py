@@ -216,7 +216,7 @@ class _Session:
         self.show_progress, self.dd = show_progress, dd
         self.last_dir, self.best_dir = run_dir / "last", run_dir / "best"
         self.metrics = run_dir / "metrics.jsonl"
-        self.opt = torch.optim.Adam(workload.model.parameters(), lr=cfg.train.lr, foreach=True)
+        self.opt = adam(workload.model.parameters(), cfg.train.lr)
         self.state = {"step": 0, "examples": 0, "best_val": None, "best_examples": None, "seconds": 0.0,
                       "last_loss": None}
         self.extra = {"task": cfg.task, "model": cfg.model_name, "command": command}
@@ -408,6 +408,13 @@ class _Session:
                    "best_examples": st["best_examples"], "test_size": res["size"], "test_label": res["label"],
                    "test": result.test, "per_task": res.get("per_task") or {}, "config": cfg.to_dict()}
         _write_json(self.run_dir / "results.json", summary)
+
+
+def adam(params, lr: float) -> torch.optim.Adam:
+    """The loop's optimizer: Adam with torch's defaults (betas 0.9, 0.999, eps 1e-8, as the reference's
+    optax.adam), its fused kernel updating every parameter in one pass (CPU and CUDA): 4-5 -> 1.5 ms
+    per step for the RT's 107 tensors on one CPU thread, the same update to float rounding."""
+    return torch.optim.Adam(params, lr=lr, fused=True)
 
 
 def clip_grad_norm(model: torch.nn.Module, max_norm: float) -> torch.Tensor:

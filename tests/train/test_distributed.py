@@ -159,11 +159,11 @@ def _sharded_training(cfg, steps: int, world_at) -> tuple[dict[str, np.ndarray],
     """What `world_at(step)` processes compute, in one process: each update's gradient is the mean of
     the shards' gradients (DDP's all-reduce) with the losses normalized by the global counts; clipping
     and Adam as the loop. Returns the final weights and each step's loss (the mean over shards)."""
-    from relreason.train.loop import clip_grad_norm
+    from relreason.train.loop import adam, clip_grad_norm
 
     wl = NarWorkload(cfg, CPU)
     model = wl.model
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.train.lr, foreach=True)
+    opt = adam(model.parameters(), cfg.train.lr)
     model.train()
     step_losses = []
     for step in range(steps):

@@ -10,7 +10,7 @@ import torch
 from relreason.data import generate
 from relreason.models import Batch, ModelConfig, build_model, prepare_spec
 from relreason.models.encoders import EdgeInput
-from relreason.models.processors import PROCESSORS, Processor, State
+from relreason.models.processors import PROCESSORS, Processor, State, mpnn
 
 NAMES = PROCESSORS.names()
 B, N, H = 2, 5, 16
@@ -164,3 +164,22 @@ def test_mpnn_matches_the_reference_formula_and_gradients(padded):
     grads_ref = torch.autograd.grad((ref * w * real).sum(), params + list(proc.parameters()))
     for g, r in zip(grads, grads_ref):
         torch.testing.assert_close(g, r)
+
+
+def test_mpnn_messages_split_the_gradient_over_tied_senders_like_amax():
+    g = torch.Generator().manual_seed(3)
+    r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)  # noqa: E731
+    receiver, sender, raw, wc = r(B, 1, N, H), r(B, N, 1, H), r(B, N, N, 2), r(2, H)
+    sender[:, 1], raw[:, 1] = sender[:, 0], raw[:, 0]  # senders 0 and 1 send identical messages: ties
+    params = [r(H, H), r(H), r(H, H), r(H)]
+    leaves = [receiver, sender, raw, wc, *params]
+    for x in leaves:
+        x.requires_grad_(True)
+    out = mpnn._Messages.apply(receiver, sender, raw, wc, None, *params)
+    msgs = torch.relu(torch.relu(receiver + sender + raw @ wc) @ params[0].t() + params[1]) @ params[2].t() + params[3]
+    assert (msgs.argmax(1) == 0).any()  # the tied senders win somewhere
+    ref = msgs.amax(1)  # autograd's amax splits the gradient evenly between tied maxima
+    torch.testing.assert_close(out, ref)
+    w = r(*out.shape)
+    for got, want in zip(torch.autograd.grad((out * w).sum(), leaves), torch.autograd.grad((ref * w).sum(), leaves)):
+        torch.testing.assert_close(got, want)
