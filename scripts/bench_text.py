@@ -43,6 +43,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from relreason.models.text import PAD, TEXT_SHAPES, TextTransformer, TextTransformerConfig, TransNAR, TransNARConfig
 from relreason.runtime import keep_freed_memory
+from relreason.train.loop import adam
 
 
 def matmul_peak_flops(n: int = 2048, repeats: int = 5) -> float:
@@ -77,7 +78,7 @@ class Case:
             node_mask[::2, -1] = False
             self.nar = {"nodes": torch.randn(b, n, args.node_dim, generator=gen),
                         "edges": torch.randn(b, n, n, args.edge_dim, generator=gen), "node_mask": node_mask}
-        self.opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        self.opt = adam(model.parameters(), 1e-4)  # the training loop's optimizer
         self.train_times: list[float] = []
         self.prefill_times: list[float] = []
         self.decode_rates: list[float] = []
@@ -181,7 +182,7 @@ def bench_task(args) -> None:
     cfg = build_config("text_transformer", args.task, None, [f"data.hints={str(args.hints).lower()}",
                                                              f"train.seed={args.seed}"])
     wl = TextWorkload(cfg, torch.device("cpu"))
-    opt = torch.optim.Adam(wl.model.parameters(), lr=cfg.train.lr)
+    opt = adam(wl.model.parameters(), cfg.train.lr)
     wl.step_batches(0)  # draws the training pool
     data = update = 0.0
     chunks = padded = real = 0

@@ -139,6 +139,12 @@ class MatmulRecorder(TorchDispatchMode):
         return best
 
 
+def ceiling(flops: float, matmuls: Timing, measured: Timing, peak: float, what: str) -> str:
+    """"<ceiling MFU> (matmuls alone <s> = <share> of <what>" (the caller closes the parenthesis)."""
+    return (f"{flops / matmuls.wall / peak:.2f} (matmuls alone {matmuls.wall:.3f} s = "
+            f"{matmuls.wall / measured.wall:.0%} of {what}")
+
+
 def count_flops(fn: Callable[[], object], recorder: MatmulRecorder | None = None) -> int:
     """Matmul-like FLOPs of everything `fn` runs (forward and, if it calls it, backward).
 
@@ -257,8 +263,7 @@ def main(argv: list[str] | None = None) -> None:
               f"batch {ebs}, {eval_num} samples)")
         print(f"eval_gflops={ew / 1e9:.1f} (cpu {ec / 1e9:.1f})")
         print(f"eval_mfu={ew / peak_wall:.2f} (cpu {ec / peak_cpu:.2f})")
-        print(f"eval_matmul_ceiling={eval_flops / eval_mm_t.wall / peak_wall:.2f} "
-              f"(matmuls alone {eval_mm_t.wall:.3f} s = {eval_mm_t.wall / eval_t.wall:.0%} of the evaluation)")
+        print(f"eval_matmul_ceiling={ceiling(eval_flops, eval_mm_t, eval_t, peak_wall, 'the evaluation')})")
         print(f"eval_examples_per_s={eval_num / eval_t.wall:.1f} (cpu {eval_num / eval_t.cpu:.1f})")
 
     tw, tc = train_t.rate(train_flops)
@@ -267,8 +272,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"peak_rss_mb={peak:.0f}")
     print(f"train_gflops={tw / 1e9:.1f} (cpu {tc / 1e9:.1f})")
     print(f"train_mfu={tw / peak_wall:.2f} (cpu {tc / peak_cpu:.2f})")
-    print(f"train_matmul_ceiling={train_flops / train_mm_t.wall / peak_wall:.2f} "
-          f"(matmuls alone {train_mm_t.wall:.3f} s = {train_mm_t.wall / train_t.wall:.0%} of training, "
+    print(f"train_matmul_ceiling={ceiling(train_flops, train_mm_t, train_t, peak_wall, 'training')}, "
           f"{1e3 * train_mm_t.wall / train_examples:.2f} ms per example; {len(train_mm.calls)} calls)")
     print(f"train_examples_per_s={train_examples / train_t.wall:.1f} (cpu {train_examples / train_t.cpu:.1f})")
 

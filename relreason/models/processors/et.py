@@ -260,8 +260,8 @@ class TriangularAttention(nn.Module):
         """[q, k, v1(, v2)] = e @ [Wq | Wk | V1 (| V2)], one matmul instead of three or four,
         each split into heads: (B, h, N, N, head_dim) views keeping both node axes in place."""
         layers = [self.query, self.key, self.value1] + ([self.value2] if self.value2 is not None else [])
-        both = F.linear(e, torch.cat([layer.weight for layer in layers]))  # (B, N, N, 3 or 4 x D)
-        return [self.split(x) for x in both.split(self.query.out_features, dim=-1)]
+        stacked = F.linear(e, torch.cat([layer.weight for layer in layers]))  # (B, N, N, 3 or 4 x D)
+        return [self.split(x) for x in stacked.split(self.query.out_features, dim=-1)]
 
     def weights(self, q: torch.Tensor, k: torch.Tensor, node_mask: torch.Tensor) -> torch.Tensor:
         """Attention weights alpha[b, h, x, y, l] = softmax_l(q_xl . k_ly) over real l: (B, h, N, N, N) contiguous
