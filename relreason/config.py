@@ -9,7 +9,7 @@ A run's configuration has up to four sections:
 - `train`: optimisation and the validation schedule.
 
 Layers, lowest first (each later one overrides; `Config.sources` records which layer set each key):
-1. `default`: the dataclass defaults (the CLRS-30 reference protocol);
+1. `default`: the dataclass defaults (the CLRS v2 defaults of the reference's clrs 2.0.3 run.py);
 2. `model NAME`: what the model's paper sets unlike the CLRS defaults (e.g. the RT decodes pointers
    from edges);
 3. `task NAME`: what the task needs (e.g. lobsters: no hints, many processor iterations);
@@ -196,6 +196,9 @@ class Config:
     recipe: str | None = None  # the recipe that was applied (resolved name; "default" when none)
     # "section.key" -> the layer that set it ("recipe rt: paper Table 5"); not part of the config itself
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # the recipe's own `deviation:` statement, read when the recipe was resolved: a run stores it, so
+    # no later step looks the recipe up again (a YAML path may be gone); not part of the config itself
+    deviation: str | None = field(default=None, compare=False, repr=False)
 
     def sections(self) -> tuple[str, ...]:
         return tuple(s for s in SECTIONS if getattr(self, s) is not None)
@@ -321,10 +324,14 @@ def apply_updates(obj: Any, updates: dict, prefix: str, errors: list[str]) -> An
 
 def find_recipe(recipe: str) -> Path:
     """A recipe name (`quick`, `rt`) in recipes/, or a path to a YAML file."""
+    if not recipe.strip():
+        raise RelreasonError(f"recipe {recipe!r} is empty", "give a recipe name (relreason list recipes) or a YAML path")
     path = Path(recipe)
     if path.suffix in (".yaml", ".yml") or path.exists():
-        if not path.is_file():
+        if not path.exists():
             raise RelreasonError(f"recipe file {recipe} does not exist", "give a recipe name or an existing YAML path")
+        if not path.is_file():
+            raise RelreasonError(f"recipe {recipe} is a directory, not a YAML file", "give a recipe name or a YAML path")
         return path
     candidate = RECIPE_DIR / f"{recipe}.yaml"
     if not candidate.is_file():
@@ -410,8 +417,8 @@ def recipe_layers(recipe: str, model: str, task: str, kind: str, _seen: tuple[st
     from relreason.tasks import expand_tasks
 
     scopes = [("models", model), ("tasks", task), ("tasks", kind)]
-    if len(expand_tasks(task)) > 1:
-        scopes.append(("tasks", MULTITASK))  # any multi-task run (a group or a comma list)
+    if len(expand_tasks(task)) > 1 and kind != "text":  # text groups: the `text` scope sizes them per size
+        scopes.append(("tasks", MULTITASK))  # any multi-task NAR run (a group or a comma list)
     for scope, key in scopes:
         scoped = data.get(scope) or {}
         if not isinstance(scoped, dict):
@@ -430,11 +437,10 @@ NOT_PROTOCOL_KEYS = ("train.device", "train.threads", "train.eval_batch_size", "
 
 
 def run_deviation(cfg: "Config") -> str | None:
-    """How a run departs from its recipe's protocol: the recipe's own statement, then every value
-    `--set` changed on top of it (except NOT_PROTOCOL_KEYS). None when neither."""
-    parts = []
-    if cfg.recipe and (own := recipe_deviation(cfg.recipe)):
-        parts.append(own)
+    """How a run departs from its recipe's protocol: the recipe's own statement (`cfg.deviation`, read
+    when the config was built, never looked up again by the recipe's label), then every value `--set`
+    changed on top of it (except NOT_PROTOCOL_KEYS). None when neither."""
+    parts = [cfg.deviation] if cfg.deviation else []
     plain = cfg.to_dict()
     changed = [f"{key}={plain[section][name]}" for key, source in cfg.sources.items()
                if source.startswith("--set") and key not in NOT_PROTOCOL_KEYS and key.count(".") == 1
@@ -522,7 +528,10 @@ def build_config(model_name: str, task: str, recipe: str | None = None, override
     over = overrides if isinstance(overrides, dict) else parse_overrides(list(overrides or []))
     layers.append(Layer("--set", over))
     label = Path(recipe_name).stem if str(recipe_name).endswith((".yaml", ".yml")) else recipe_name
-    return resolve(model_name, task, layers, label)
+    cfg = resolve(model_name, task, layers, label)
+    # read from the file found now (a name or a path): the label alone may name no recipe (./mine.yaml -> mine)
+    cfg.deviation = recipe_deviation(paper_recipe(model_name, task) if recipe_name == PAPER else recipe_name)
+    return cfg
 
 
 def resolve(model_name: str, task: str, layers: list[Layer], recipe_label: str | None) -> Config:

@@ -142,3 +142,28 @@ def lock_holder(directory: Path) -> dict | None:
     fcntl.flock(fd, fcntl.LOCK_UN)
     os.close(fd)
     return None
+
+
+def hardware(device: str | None = None) -> str:
+    """What a run computes on, in words: "Intel(R) Xeon(R) ... (2 cores), 1 torch thread, cpu" or
+    "NVIDIA H100 80GB HBM3, cuda". Recorded by every training session (start and each resume), so a
+    result says on what machines it was computed."""
+    import torch
+
+    dev = str(device or "cpu")
+    if dev.startswith("cuda") and torch.cuda.is_available():
+        index = torch.device(dev).index or 0
+        return f"{torch.cuda.get_device_name(index)}, {dev}, torch {torch.__version__}"
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = " ".join(line.split(":", 1)[1].split())
+                break
+    except OSError:
+        import platform
+
+        cpu = platform.processor() or cpu
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    threads = torch.get_num_threads()
+    return f"{cpu} ({cores} cores), {threads} torch thread{'s' * (threads != 1)}, cpu, torch {torch.__version__}"

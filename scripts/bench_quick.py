@@ -150,11 +150,15 @@ def checkpoint_cost(wl, cfg) -> float:
         return clock() - t0
 
 
-def predict(model: str, task: str, data_dir: str, train_steps: int, eval_steps: int, sets: list[str]) -> dict:
+def predict(model: str, task: str, data_dir: str, train_steps: int, eval_steps: int, sets: list[str],
+            recipe: str | None = "quick", delta: dict | None = None) -> dict:
+    """The predicted wall clock of one run of (model, task) under `recipe` (None: the model's paper
+    recipe) with an ablation `delta` over it; the parts, and the measured costs behind them."""
     from relreason.models.build import resolve_device
     from relreason.train.workloads import build_workload
 
-    cfg = build_config(model, task, "quick", [f"data.data_dir={data_dir}", "train.device=cpu", *sets])
+    over = [f"data.data_dir={data_dir}", "train.device=cpu", *sets]
+    cfg = build_config(model, task, recipe, over, ablation=("bench", delta) if delta else None)
     t = cfg.train
     t0 = clock()
     wl = build_workload(cfg, resolve_device("cpu"))

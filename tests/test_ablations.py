@@ -15,7 +15,7 @@ runner = CliRunner()
 
 
 def tiny(tmp_path) -> list[str]:
-    return ["model.hidden=8", "train.batch_size=2", "train.train_examples=2", "train.eval_every_examples=2",
+    return ["model.hidden=24", "train.batch_size=2", "train.train_examples=2", "train.eval_every_examples=2",
             "data.train_num=4", "data.train_size=4", "data.val_size=4", "data.test_size=5", "data.val_num=2",
             "data.test_num=2", f"data.data_dir={tmp_path / 'data'}"]
 
@@ -33,7 +33,8 @@ def test_every_ablation_runs_one_step_per_variant(tmp_path, name):
     abl = ABLATIONS.get(name)
     assert [c["variant"] for c in result["cells"]] == [v.label for v in abl.variants]
     rows, columns = aggregate(result)
-    assert rows[-1]["task"] == ("paper" if abl.paper else "average (ours)")
+    ours = {r["model"]: r["ours"] for r in rows if r["task"] == "bellman_ford"}
+    assert list(ours) == [v.label for v in abl.variants] and "-" not in ours.values()
 
 
 def test_each_variant_uses_its_models_paper_recipe(tmp_path):
@@ -77,19 +78,41 @@ def test_cli_twice_reads_every_cell_back_and_never_mixes_budgets(tmp_path):
     assert len(list((tmp_path / "abl" / "et-untied").glob("*/bellman_ford/seed*/run.stale-*"))) == 4
 
 
-def test_table_shows_the_papers_figures():
-    result = {"variants": ["rt", "rt without edge updates"], "tasks": ["a", "b"], "lower_is_better": False,
-              "cells": [{"task": t, "variant": v, "score": s} for t, v, s in
-                        [("a", "rt", 0.9), ("a", "rt without edge updates", 0.5), ("b", "rt", 0.7),
-                         ("b", "rt without edge updates", 0.3)]],
-              "paper": [{"variant": "rt", "value": 81.30}, {"variant": "rt without edge updates", "value": 53.99}]}
+def test_table_shows_ours_beside_the_papers_figures_with_sample_std_and_the_interval_verdict():
+    """Ours as mean ± sample std (ddof 1) with "k of n" seeds, the published figure with its seeds, the
+    difference, and whether the published mean lies in our t interval; averages beside the paper's."""
+    cells = [{"task": t, "variant": v, "score": s, "comparable": True} for t, v, s in
+             [("bellman_ford", "rt", 0.90), ("bellman_ford", "rt", 0.96), ("bellman_ford", "rt without edge updates",
+                                                                           0.50),
+              ("bellman_ford", "rt without edge updates", 0.52), ("b", "rt", 0.7), ("b", "rt", 0.7),
+              ("b", "rt without edge updates", 0.3), ("b", "rt without edge updates", 0.3)]]
+    result = {"variants": ["rt", "rt without edge updates"], "tasks": ["bellman_ford", "b"], "lower_is_better": False,
+              "seeds": 2, "cells": cells,
+              "figures": [{"variant": "rt", "task": "bellman_ford", "mean": 94.24, "std": 1.5, "seeds": 20},
+                          {"variant": "rt without edge updates", "task": "bellman_ford", "mean": 91.03, "std": 2.3,
+                           "seeds": 20}],
+              "averages": [{"variant": "rt", "mean": 81.30, "std": None, "seeds": 20}]}
     rows, columns = aggregate(result)
-    assert rows[-2] == {"task": "average (ours)", "rt": "80.00", "rt without edge updates": "40.00",
-                        "diff (rt without edge updates)": "-40.00"}
-    assert rows[-1] == {"task": "paper", "rt": "81.30", "rt without edge updates": "53.99",
-                        "diff (rt without edge updates)": "-27.31"}
+    assert columns == ["task", "model", "ours", "seeds", "paper", "diff", "paper in our 95% CI"]
+    rt = rows[0]  # 93.00 ± 4.24 (ddof 1: sqrt(18)); t(0.975, 1) = 12.706 -> 93 ± 38.1 holds 94.24
+    assert rt == {"task": "bellman_ford", "model": "rt", "ours": "93.00 ± 4.24", "seeds": "2 of 20",
+                  "paper": "94.24 ± 1.50 (20 seeds)", "diff": "-1.24", "paper in our 95% CI": "yes"}
+    assert rows[1]["ours"] == "51.00 ± 1.41" and rows[1]["paper in our 95% CI"] == "no"  # 51 ± 12.7 misses 91.03
+    assert rows[2]["paper"] == "-" and rows[2]["diff"] == "-"
+    assert rows[4] == {"task": "average", "model": "rt", "ours": "81.50", "seeds": "2 of 2 tasks",
+                       "paper": "81.30 (20 seeds)", "diff": "+0.20", "paper in our 95% CI": ""}
     line = ABLATIONS.get("no-edge-updates").paper_line()
     assert "Table 17" in line and "81.30" in line and "53.99" in line
+
+
+def test_a_cell_that_is_not_the_protocol_is_printed_but_never_compared():
+    result = {"variants": ["rt"], "tasks": ["bellman_ford"], "lower_is_better": False, "seeds": 1,
+              "cells": [{"task": "bellman_ford", "variant": "rt", "score": 0.5, "comparable": False,
+                         "why_not": "recipe quick, not the protocol's rt"}],
+              "figures": [{"variant": "rt", "task": "bellman_ford", "mean": 94.24, "std": 1.5, "seeds": 20}]}
+    (row,) = aggregate(result)[0]
+    assert row["ours"] == "50.00" and row["diff"] == "-" and row["paper"] == "94.24 ± 1.50 (20 seeds)"
+    assert row["paper in our 95% CI"] == "not comparable: recipe quick, not the protocol's rt"
 
 
 def _cli_args(tmp_path, out="abl", *extra) -> list[str]:
@@ -123,7 +146,7 @@ def test_shards_share_one_sweep_and_the_last_one_writes_the_tables(tmp_path):
     assert len(_stamps(tmp_path)) == 2 and not (base / "results.md").exists()  # cells 0 and 2: the seed-0 ones
     partial = runner.invoke(app, _cli_args(tmp_path, "abl", "--shard", "1/2", "--partial"))
     assert partial.exit_code == 0 and "PARTIAL: 2 of 4 cells" in partial.output
-    assert "(1/2 seeds)" in (base / "results.partial.md").read_text()
+    assert "| 1 of 2 |" in (base / "results.partial.md").read_text()
     (base / "results.partial.sizes.csv").write_text("stale")  # what a partial text sweep also leaves
     last = runner.invoke(app, _cli_args(tmp_path, "abl", "--shard", "2/2", "--json"))
     assert last.exit_code == 0, last.output
@@ -140,9 +163,10 @@ def test_a_cell_another_process_trains_is_skipped_not_waited_for(tmp_path):
     with RunLock(cells[1].run_dir):  # as if another worker or machine were training it
         result = run_ablation("et-untied", ["bellman_ford"], 2, None, tmp_path / "abl", tiny(tmp_path),
                               show_progress=False, log=lambda m: None)
-    assert result["missing"] == ["et / bellman_ford / seed 1"] and len(result["cells"]) == 3
+    assert result["missing"] == ["et tied / bellman_ford / seed 1"] and len(result["cells"]) == 3
     rows, _ = aggregate(result)  # a partial table marks what it lacks
-    assert rows[0]["et"].endswith("(1/2 seeds)") and rows[0]["et untied"].count("±") == 1
+    assert (rows[0]["model"], rows[0]["seeds"]) == ("et tied", "1 of 2") and "±" not in rows[0]["ours"]
+    assert (rows[1]["model"], rows[1]["seeds"]) == ("et untied", "2") and rows[1]["ours"].count("±") == 1
 
 
 @pytest.mark.parametrize("shard, message", [("0/2", "must be in 1..2"), ("3/2", "must be in 1..2"),
@@ -164,8 +188,8 @@ def test_text_cells_get_a_shape_parse_clrs_table_per_size():
     rows, columns = size_breakdown(result)
     assert columns == ["algorithm", "size", "a: shape", "a: parse", "a: CLRS", "b: shape", "b: parse", "b: CLRS"]
     assert [(r["algorithm"], r["size"]) for r in rows] == [("sort", "10"), ("sort", "12")]
-    assert rows[0]["a: CLRS"] == "20.0 ± 10.0" and rows[1]["b: CLRS"] == "60.0 ± 0.0"
-    assert rows[0]["a: shape"] == "100.0 ± 0.0" and rows[0]["b: parse"] == "50.0 ± 0.0"
+    assert rows[0]["a: CLRS"] == "20.0 ± 14.1" and rows[1]["b: CLRS"] == "60.0"  # sample std; one seed: none
+    assert rows[0]["a: shape"] == "100.0 ± 0.0" and rows[0]["b: parse"] == "50.0"
     nar_only = {"variants": ["a"], "cells": [{"variant": "a", "task": "bfs", "seed": 0, "score": 1.0,
                                               "per_task": {"bfs": {"score": 1.0, "outputs": {"reach": 1.0}}}}]}
     assert size_breakdown(nar_only) is None

@@ -84,7 +84,7 @@ def test_print_config_names_the_source_of_every_key():
     assert cfg.sources["train.lr"].startswith("recipe rt: ")  # with the recipe's own comment
     assert cfg.sources["train.seed"] == "--set"
     assert "processor.heads" not in cfg.sources  # the processor's own defaults are its paper's
-    assert build_config("et", TASK).sources["model.pointer_decoding"] == "model et"
+    assert build_config("et", TASK, "et_cpu").sources["model.pointer_decoding"] == "model et"  # et.yaml sets it
     text = config_yaml(cfg, sources=True)
     lines = [x for x in text.splitlines() if x.startswith("  ")]
     assert lines and all("  # " in x for x in lines)  # every key says where it came from
@@ -144,8 +144,9 @@ def test_multi_task_strings_of_one_kind_only():
 def test_run_deviation_names_every_protocol_change_over_the_recipe():
     from relreason.config import recipe_deviation, run_deviation
 
-    assert run_deviation(build_config("mpnn", "bellman_ford", recipe="default", overrides=["train.seed=3",
-                                                                                           "train.threads=1"])) is None
+    # a seed and a thread count are no protocol change: only the recipe's own statement is printed
+    assert run_deviation(build_config("mpnn", "bellman_ford", recipe="default", overrides=[
+        "train.seed=3", "train.threads=1"])) == recipe_deviation("default")
     dev = run_deviation(build_config("rt", "bellman_ford", overrides=["train.train_examples=8000", "train.seed=1"]))
     assert dev.startswith(recipe_deviation("rt"))
     assert dev.endswith("changed with --set over the recipe: train.train_examples=8000")

@@ -30,10 +30,10 @@ def generate_file(task: str, split: str | None, size: int | None, num: int | Non
     elif t.kind == "lobster":
         from relreason.data.lobster import SPLITS
 
-        total = num if num is not None else SPLITS.get(split or "test", (None, None))[1]
+        total = num if num is not None else SPLITS.get(split, (None, None))[1]
     else:
         total = num
-    with progress(total, f"{task} {split or 'custom'}", unit="sample") as bar:
+    with progress(total, f"{task} {'custom' if split is None else split}", unit="sample") as bar:
         return t.write(split, size, num, seed, out_dir, force, on_chunk=bar.update)
 
 
@@ -83,6 +83,8 @@ def generate_cmd(
       relreason generate insertion_sort --text --hints\n
       relreason generate bfs --text --sizes 4-8,12 --num 1000 --seed 0
     """
+    if seed is not None and not 0 <= seed < 2**32:  # every sampler's RandomState takes 32-bit seeds
+        raise RelreasonError(f"--seed {seed} is out of range", "use 0 <= seed < 2**32, e.g. --seed 0")
     if text or hints or sizes is not None or preset is not None:
         path = generate_text_file(algorithm, text, split, size, sizes, preset, num, seed, hints, out_dir, force)
         out.print(str(path))

@@ -80,7 +80,7 @@ def compare_cmd(
 ) -> None:
     """Compare runs side by side; seeds of one (model, task, setting) become mean ± std.
 
-    The std is the population std (ddof=0), as `relreason ablate` prints. Each score column names
+    The std is the sample std (ddof=1), as `relreason ablate` and `reproduce` print. Each score column names
     its metric and direction; runs scored with different metrics are never averaged together.
 
     Examples:\n

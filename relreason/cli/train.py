@@ -77,7 +77,8 @@ def train_cmd(
     name: Annotated[Optional[str], typer.Option("--name", help="Run name (default: model-task-seed-time).",
                                                 show_default=False)] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Directory holding runs.")] = Path("runs"),
-    resume: Annotated[bool, typer.Option("--resume", help="Continue the run --name from its last checkpoint.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run --name from its last checkpoint "
+                                                  "(the run's own command with --resume added does).")] = False,
     device: DeviceOpt = None,
     print_config: Annotated[bool, typer.Option("--print-config",
                                                help="Print the resolved config, each key with its source, and exit.")] = False,
@@ -96,17 +97,21 @@ def train_cmd(
     """
     from relreason.config import config_yaml
     from relreason.train import run
-    from relreason.train.loop import resume_config
+    from relreason.train.loop import check_run_name, resume_config, stored_config
 
+    if name is not None:
+        check_run_name(name)
     if resume:
-        if recipe is not None:
-            raise RelreasonError("--resume continues a run with its own recipe", "drop --recipe")
         if name is None:
             raise RelreasonError("--resume needs the run's --name", "e.g. relreason train mpnn bfs --name myrun --resume")
-        cfg = resume_config(out_dir / name, overrides_of(sets, seed, device))
-        if (cfg.model_name, cfg.task) != (model, task):
-            raise RelreasonError(f"run {name} trains {cfg.model_name} on {cfg.task}, not {model} on {task}",
-                                 f"resume it with: relreason train {cfg.model_name} {cfg.task} --name {name} --resume")
+        stored = stored_config(out_dir / name)
+        if (stored.model_name, stored.task) != (model, task):
+            raise RelreasonError(f"run {name} trains {stored.model_name} on {stored.task}, not {model} on {task}",
+                                 f"resume it with: relreason train {stored.model_name} {stored.task} --name {name} "
+                                 f"--resume")
+        # the run's own command with --resume added is accepted: --recipe, --set and --seed may restate
+        # the run's configuration; a value that differs is refused, naming the keys
+        cfg = resume_config(out_dir / name, overrides_of(sets, seed, device), recipe)
     else:
         cfg = resolve(model, task, recipe, sets, seed, device)
     if print_config:

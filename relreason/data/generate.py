@@ -57,7 +57,10 @@ def resolve_split(name: str, split: str | None, size: int | None, num: int | Non
     alg = ALGORITHMS.get(name)
     if split is not None:
         c = canonical_split(name, split)
-        size, num, seed = size or c.size, num or c.num, c.seed if seed is None else seed
+        # None means "the split's"; any given value is the user's, 0 included (then refused below)
+        size = c.size if size is None else size
+        num = c.num if num is None else num
+        seed = c.seed if seed is None else seed
         custom = (size, num, seed) != (c.size, c.num, c.seed)
     else:
         missing = [k for k, v in (("size", size), ("num", num), ("seed", seed)) if v is None]

@@ -94,7 +94,7 @@ def curves_figure(runs: list[RunInfo]):
 
 def ablation_figure(path: Path, data: dict, metric_of: Optional[MetricLookup] = None):
     """The paper-style bars of an ablation folder's results.json: per task (and their average) one bar
-    per variant, the mean over seeds with a population-std error bar (as `relreason ablate` prints).
+    per variant, the mean over seeds with a sample-std (ddof=1) error bar (as `relreason ablate` prints).
 
     The average's error bar is the std over seeds of each seed's mean over tasks. Tasks scored with
     different metrics get a panel each."""
@@ -122,7 +122,7 @@ def ablation_figure(path: Path, data: dict, metric_of: Optional[MetricLookup] = 
             stats = [Stat.of(c["score"] * scale for c in cells if c.get("task") == t and c.get("variant") == v)
                      for t in group]
             means = [s.mean if s.n else 0.0 for s in stats]
-            stds = [s.std if s.n else 0.0 for s in stats]
+            stds = [s.std or 0.0 for s in stats]  # one seed: no error bar
             if len(group) > 1:
                 per_seed = []
                 for seed in seeds:
@@ -141,7 +141,7 @@ def ablation_figure(path: Path, data: dict, metric_of: Optional[MetricLookup] = 
         ax.legend(fontsize="small")
     n_seeds = len(seeds)
     fig.suptitle(f"{data.get('ablation', path.name)}: mean ± std over {n_seeds} seed{'s' * (n_seeds != 1)} "
-                 "(population std)")
+                 "(sample std, ddof=1)")
     paper = data.get("paper_line") if isinstance(data.get("paper_line"), str) else data.get("paper")
     if isinstance(paper, str) and paper:  # the published figures, as `relreason ablate` prints them
         line = paper if paper.startswith("paper") else f"paper: {paper}"

@@ -14,8 +14,8 @@ the run trains). Every missing or unreadable piece has a stated fallback: a reco
 listing, it carries a `problems` note instead.
 
 Scores are stored as the metric computes them (CLRS: fractions in [0, 1]) and shown in the metric's
-unit (CLRS: percent). Seeds are aggregated with the population standard deviation (ddof = 0), as
-`relreason ablate` does, so both commands print the same numbers for the same runs.
+unit (CLRS: percent). Seeds are aggregated with the sample standard deviation (ddof = 1, relreason.eval.stats), as
+`relreason ablate` and `relreason reproduce` do, so every command prints the same numbers for the same runs.
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ from typing import Callable, Iterable, Optional
 from rich.markup import escape
 from rich.table import Table
 
+from relreason.config import NOT_PROTOCOL_KEYS
 from relreason.errors import RelreasonError
+from relreason.eval.stats import STD_KIND, Summary as Stat
 from relreason.registry import Registry
 
 
@@ -463,35 +465,6 @@ def parse_format(text: str) -> Format:
 
 
 @dataclass(frozen=True)
-class Stat:
-    """Mean ± population std (ddof = 0) of the values present; n counts them."""
-
-    values: tuple[float, ...]
-
-    @property
-    def n(self) -> int:
-        return len(self.values)
-
-    @property
-    def mean(self) -> Optional[float]:
-        return sum(self.values) / self.n if self.values else None
-
-    @property
-    def std(self) -> Optional[float]:
-        if not self.values:
-            return None
-        m = self.mean
-        return math.sqrt(sum((x - m) ** 2 for x in self.values) / self.n)
-
-    @classmethod
-    def of(cls, values: Iterable[Optional[float]]) -> "Stat":
-        return cls(tuple(v for v in values if v is not None and not math.isnan(v)))
-
-    def to_dict(self) -> dict:
-        return {"mean": self.mean, "std": self.std, "n": self.n, "values": list(self.values)}
-
-
-@dataclass(frozen=True)
 class Cell:
     """A table cell holding scores: a Stat in a metric's unit."""
 
@@ -511,12 +484,13 @@ class Cell:
         scale = 100.0 if self.metric.percent else 1.0
         if not self.stat.n:
             return "", ""
-        return f"{self.stat.mean * scale:.6g}", f"{self.stat.std * scale:.6g}"
+        std = "" if self.stat.std is None else f"{self.stat.std * scale:.6g}"
+        return f"{self.stat.mean * scale:.6g}", std
 
 
 # config keys that do not change what a run learns: runs differing only in these are seeds of one setting
-_NOT_A_SETTING = {("train", "seed"), ("train", "device"), ("train", "threads"), ("train", "eval_batch_size"),
-                  ("data", "data_dir"), ("recipe",)}
+# (one list with the cells of ablate/reproduce: relreason.config.NOT_PROTOCOL_KEYS, plus the recipe's label)
+_NOT_A_SETTING = {tuple(k.split(".")) for k in NOT_PROTOCOL_KEYS} | {("recipe",)}
 
 
 def _flatten(tree: dict, prefix: tuple = ()) -> dict:
@@ -563,7 +537,7 @@ class Group:
                 "metric_label": self.metric.describe(), "lower_is_better": self.metric.lower_is_better,
                 "runs": [r.name for r in self.runs], "seeds": self.seeds,
                 "finished": sum(r.status is Status.FINISHED for r in self.runs),
-                "test": self.test.to_dict(), "best_val": self.best_val.to_dict(), "std": "population (ddof=0)"}
+                "test": self.test.to_dict(), "best_val": self.best_val.to_dict(), "std": STD_KIND}
 
 
 def group_runs(runs: list[RunInfo]) -> tuple[list[Group], list[str]]:
@@ -634,7 +608,7 @@ class Comparison:
     notes: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"title": self.title, "std": "population (ddof=0)", "groups": [g.to_dict() for g in self.groups],
+        return {"title": self.title, "std": STD_KIND, "groups": [g.to_dict() for g in self.groups],
                 "notes": self.notes}
 
 
@@ -663,7 +637,7 @@ def compare(runs: list[RunInfo], group_by: Optional[GroupBy | str] = None) -> Co
     show_n = len(ns) > 1
     n = next(iter(ns)) if len(ns) == 1 else None
     seeds = "seeds" if n is None else f"{n} seed" + ("s" if n != 1 else "")
-    note = f"mean ± std over {seeds}" + (", n per cell" if show_n else "") + " (population std, ddof=0)"
+    note = f"mean ± std over {seeds}" + (", n per cell" if show_n else "") + " (sample std, ddof=1)"
     build = {None: _long, GroupBy.TASK: _by_task, GroupBy.MODEL: _by_model, GroupBy.SEED: _by_seed}[group_by]
     title, columns, rows = build(groups, show_n, note)
     return Comparison(title, columns, rows, groups, notes)

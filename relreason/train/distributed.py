@@ -9,12 +9,14 @@ and gives the training loop the few collective operations it needs. Without torc
 unset or 1) it is a one-process group whose operations do nothing, so the loop has one code path.
 
 N processes train exactly as one process with the same global batch (to float rounding):
-- every rank takes its contiguous rows of the step's global batch (`workloads.shard_rows`);
+- every rank takes its contiguous rows of the step's global batch (`workloads.shard_rows`); the
+  shares may be uneven (batch 3 over 2 ranks: 2 and 1 rows), and a rank left without a row (batch 4
+  over 8 ranks) runs its update on a stand-in row whose loss and counts weigh 0;
 - every random draw is made for the global batch and the rank keeps its rows
   (relreason.models.noise), so no number depends on the world size;
 - each loss term is the rank's summed loss over the global batch's count divided by the world size
   (`count_normalizer`): DDP averages the ranks' gradients, and that average is the gradient of the
-  one-process loss;
+  one-process loss, however many rows each rank holds;
 - validation and the test are scored in shards whose statistics are merged exactly
   (relreason.eval.metrics `Scorer.state` / `merge`);
 - rank 0 alone holds the run lock and writes checkpoints, metrics, results and console output; it
@@ -179,13 +181,16 @@ class Distributed:
         return count_normalizer(self.world)
 
 
-def count_normalizer(world: int) -> Callable[[torch.Tensor], torch.Tensor]:
+def count_normalizer(world: int, contributes: bool = True) -> Callable[[torch.Tensor], torch.Tensor]:
     """counts (K,) -> the counts summed over all ranks (at least 1: an empty term is 0, not NaN),
-    divided by `world` because DDP averages the ranks' gradients."""
+    divided by `world` because DDP averages the ranks' gradients. `contributes=False`: the rank holds
+    no row of the global batch (its batch is a stand-in), so it adds 0 to the sums."""
     import torch.distributed as dist
 
     def normalize(counts: torch.Tensor) -> torch.Tensor:
         total = counts.detach().to(torch.float64).clone()
+        if not contributes:
+            total.zero_()
         dist.all_reduce(total)
         return (total.clamp(min=1) / world).to(torch.float32)
 

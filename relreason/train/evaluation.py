@@ -56,8 +56,8 @@ def evaluate_checkpoint(target=None, *, ood: int | None = None, split: str | Non
         raise RelreasonError(f"--ood {ood} is too small", "give a number of nodes >= 2, e.g. --ood 64")
     if num is not None and num <= 0:
         raise RelreasonError(f"--num {num} must be positive", "e.g. --num 64")
-    if seed is not None and seed < 0:
-        raise RelreasonError(f"--seed {seed} must be non-negative", "e.g. --seed 0")
+    if seed is not None and not 0 <= seed < 2**32:
+        raise RelreasonError(f"--seed {seed} is out of range", "use 0 <= seed < 2**32, e.g. --seed 0")
     if batch_size is not None and batch_size <= 0:
         raise RelreasonError(f"--batch-size {batch_size} must be positive", "e.g. --batch-size 8")
     path = resolve_checkpoint(target, runs_dir)
@@ -72,7 +72,7 @@ def evaluate_checkpoint(target=None, *, ood: int | None = None, split: str | Non
     workload = build_workload(cfg, dev)
     try:
         ckpt.load_weights(path, workload.model)
-        which = split or "test"
+        which = "test" if split is None else split
         kwargs = {"size": ood, "num": num, "seed": seed, "batch_size": batch_size}
         if sizes is not None:
             kwargs["sizes"] = sizes

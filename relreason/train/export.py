@@ -52,7 +52,7 @@ def export_bundle(run_dir: Path, out_dir: Path | None = None) -> Path:
     best = run_dir / "best"
     if not (best / "model.safetensors").is_file():
         raise RelreasonError(f"{run_dir} has no best/ checkpoint", "train it first")
-    out_dir = Path(out_dir) if out_dir else run_dir / "export"
+    out_dir = run_dir / "export" if out_dir is None else Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
         raise RelreasonError(f"{out_dir} already exists and is not empty", "choose another --out")
     tmp = out_dir.with_name(f".{out_dir.name}.tmp")

@@ -44,7 +44,7 @@ from relreason import __version__
 from relreason.config import Config, config_from_dict, run_deviation
 from relreason.errors import RelreasonError
 from relreason.models.precision import autocast
-from relreason.runtime import RunLock, bars_enabled, keep_freed_memory, progress
+from relreason.runtime import RunLock, bars_enabled, hardware, keep_freed_memory, progress
 from relreason.train import checkpoint as ckpt
 
 # Keys a resumed run may change: they do not alter what already ran (a longer budget continues it).
@@ -104,34 +104,67 @@ def stored_config(run_dir: Path) -> Config:
     return ckpt.load_config(last)
 
 
-def resume_config(run_dir: Path, overrides: list[str]) -> Config:
-    """The config to resume a run with: its stored config, with `overrides` (`--set` items) applied
-    only where they are allowed to change on resume (RESUMABLE_KEYS); anything else is refused."""
-    from relreason.config import Layer, parse_overrides, resolve
+def resume_config(run_dir: Path, overrides: list[str], recipe: str | None = None) -> Config:
+    """The config to resume a run with: its stored config (the truth: the run's recipe is never looked
+    up again by its label, so a recipe file moved or deleted since does not matter), with what the
+    command asks applied only where it may change on resume (RESUMABLE_KEYS).
+
+    Without `recipe`, `overrides` (`--set` items) apply over the stored config. With `recipe` (a name
+    or a YAML path), the command's configuration is resolved afresh (recipe, then `overrides`) and
+    compared with the stored one, so re-running a run's own command with --resume is accepted.
+
+    Raises:
+        RelreasonError: the command asks for another value of a key outside RESUMABLE_KEYS (all such
+            keys named), or there is nothing to resume.
+    """
+    from relreason.config import Layer, build_config, parse_overrides, resolve
 
     stored = stored_config(run_dir)
     plain = stored.to_dict()
-    base = {s: plain[s] for s in stored.sections()}
-    cfg = resolve(stored.model_name, stored.task, [Layer("stored", base), Layer("--set", parse_overrides(overrides))],
-                  stored.recipe)
-    cfg.sources = _stored_sources(run_dir) or stored.sources
-    changed = config_diff(stored, cfg)
-    for key in changed:
-        cfg.sources[key] = "--set (on resume)"
+    base = [Layer("stored", {s: plain[s] for s in stored.sections()})]
+    if recipe is None:
+        asked = resolve(stored.model_name, stored.task, base + [Layer("--set", parse_overrides(overrides))],
+                        stored.recipe)
+    else:
+        asked = build_config(stored.model_name, stored.task, recipe, overrides)
+    changed = config_diff(stored, asked)
     bad = {k: v for k, v in changed.items() if k not in RESUMABLE_KEYS}
     if bad:
         shown = ", ".join(f"{k}={new!r} (the run has {old!r})" for k, (old, new) in sorted(bad.items()))
+        what = "drop --recipe (the run keeps its own) or those --set options" if recipe is not None else \
+            "drop those options"
         raise RelreasonError(f"--resume continues the run as it was configured; it cannot change {shown}",
-                             f"drop those options, or start a new run; only {', '.join(RESUMABLE_KEYS)} may change")
+                             f"{what}, or start a new run; only {', '.join(RESUMABLE_KEYS)} may change")
+    delta: dict = {}
+    for key, (_, new) in changed.items():
+        section, name = key.split(".")
+        delta.setdefault(section, {})[name] = new
+    cfg = resolve(stored.model_name, stored.task, base + [Layer("on resume", delta)], stored.recipe)
+    record = _stored_record(run_dir)
+    cfg.sources = dict(record["sources"]) if isinstance(record.get("sources"), dict) else stored.sources
+    for key in changed:
+        cfg.sources[key] = f"{asked.sources.get(key, 'default')} (on resume)"
+    cfg.deviation = record["deviation"] if "deviation" in record else _legacy_deviation(stored)
     return cfg
 
 
-def _stored_sources(run_dir: Path) -> dict[str, str]:
-    """Where each value of the run came from, as its config.json recorded when it started ({} if unknown)."""
+def _stored_record(run_dir: Path) -> dict:
+    """The run's config.json as written when it started (sources, recipe deviation, command); {} if unreadable."""
     try:
-        return dict(json.loads((Path(run_dir) / "config.json").read_text()).get("sources") or {})
-    except (OSError, ValueError, AttributeError):
+        record = json.loads((Path(run_dir) / "config.json").read_text())
+    except (OSError, ValueError):
         return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _legacy_deviation(stored: Config) -> str | None:
+    """The recipe's deviation for a run whose config.json predates recording it: read from the recipe
+    its label names, when that is still a recipe of this installation (such runs could only have
+    trained with a recipe name); None otherwise."""
+    from relreason.config import PAPER, paper_recipe, recipe_deviation, recipe_names
+
+    name = paper_recipe(stored.model_name, stored.task) if stored.recipe == PAPER else stored.recipe
+    return recipe_deviation(name) if name in recipe_names() else None
 
 
 def has_progress(run_dir: Path) -> bool:
@@ -158,7 +191,8 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
     with Distributed.start(cfg.train.device) as dd:
         if not dd.main:
             log, show_progress = _quiet, False
-        run_dir = Path(out) / dd.broadcast(name or default_run_name(cfg))  # the name holds rank 0's clock
+        # the default name holds rank 0's clock
+        run_dir = Path(out) / dd.broadcast(default_run_name(cfg) if name is None else name)
         with _claim(run_dir, resume, dd, lock):
             dd.set_threads(cfg.train.threads)
             workload = build_workload(cfg, dd.device)
@@ -264,9 +298,13 @@ class _Session:
                      + (f" (changed: {', '.join(sorted(changed))})" if changed else ""))
         else:
             self.metrics.unlink(missing_ok=True)  # leftovers of a run killed before its first checkpoint
+        here = hardware(str(self.dd.device)) + (f", {self.dd.world} processes" if self.dd.world > 1 else "")
+        if here not in self.state.setdefault("hardware", []):  # every machine a session of the run trained on
+            self.state["hardware"].append(here)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         _write_json(self.run_dir / "config.json", {"relreason": __version__, "config": cfg.to_dict(),
-                                                   "sources": cfg.sources, "command": self.command})
+                                                   "sources": cfg.sources, "deviation": cfg.deviation,
+                                                   "command": self.command})
 
     def checkpoint(self, which: Path, with_optimizer: bool) -> None:
         if not self.dd.main:
@@ -404,6 +442,7 @@ class _Session:
                    "metric": self.wl.metric, "lower_is_better": self.wl.lower_is_better,
                    "steps": st["step"], "examples": st["examples"], "processes": self.dd.world,
                    "seconds": round(result.seconds, 1),
+                   "hardware": st.get("hardware") or [hardware(str(self.dd.device))],
                    "train_seconds": round(st["seconds"], 1), "best_val": st["best_val"],
                    "best_examples": st["best_examples"], "test_size": res["size"], "test_label": res["label"],
                    "test": result.test, "per_task": res.get("per_task") or {}, "config": cfg.to_dict()}

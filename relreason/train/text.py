@@ -5,6 +5,14 @@
     loss, terms = wl.loss(wl.model, part, step)
     res = wl.evaluate("test")                          # per_task["insertion_sort@10"]["outputs"]: shape, parse, clrs
 
+One model per run, whatever the number of algorithms: a task string naming several text tasks (a group
+such as text:clrs30 or text:core8, or a comma list text:insertion_sort,text:bfs) trains one text
+transformer or one TransNAR on all of them at once, as the TransNAR paper trains its models (one
+dataset of every algorithm and size, seven epochs of it), and scores it per algorithm and size.
+`train.train_examples` counts examples of the whole mix (one batch per step, unlike multi-task NAR runs,
+which take one batch per algorithm per step): seven epochs of text:clrs30's `paper` preset are
+7 x 30 x 42,000 examples.
+
 Data. A split is a list of pieces of the reference's text streams (`relreason.tasks.text_pieces`).
 The samples (truncated inputs) of a split are drawn once, in stream order, and kept; a batch is run
 and rendered when it is used, question/answer text and graph form (a CLRS `Dataset`) from the same
@@ -31,7 +39,9 @@ TransNAR (`TransNARWorkload`): the NAR recorded in `model.nar_config` is rebuilt
 and attached to the model as `nar` (`FrozenNar`: its weights are saved under `nar.` with every
 checkpoint, so evaluation needs no NAR run). For each batch it runs on the graph form of the same
 examples, graphs of different sizes padded to the largest (`Batch.pad_nodes`, a node mask), one call
-per algorithm; its final node and edge states are what the gated cross-attention reads.
+per algorithm; its final node and edge states are what every Eq. 3 block reads. The NAR must know every
+algorithm of the run (a group needs a multi-task NAR run, e.g. `relreason train triplet_gmpnn clrs30`):
+otherwise building the workload fails naming the algorithms it lacks.
 """
 
 from __future__ import annotations
@@ -142,8 +152,10 @@ class ExamplePool:
             rows = np.flatnonzero(which == g)
             ds = run_samples(ALGORITHMS.get(group.algorithm),
                              [group.samples[k] for k in (indices[rows] - self.offsets[g])])
-            # `pos` is a read-only broadcast view: torch would warn when the NAR's batch wraps it
-            ds.inputs = {k: v if v.flags.writeable else np.array(v) for k, v in ds.inputs.items()}
+            # read-only broadcast views (every `pos`, naive_string_matcher's `pred_h` hint): torch would warn
+            # when the NAR's batch wraps them
+            for part in ("inputs", "hints", "outputs"):
+                setattr(ds, part, {k: v if v.flags.writeable else np.array(v) for k, v in getattr(ds, part).items()})
             qs, ans = render_dataset(ds, self.hints)
             for r, q, a in zip(rows, qs, ans):
                 questions[r], answers[r] = q, a
@@ -426,8 +438,10 @@ class TransNARWorkload(TextWorkload):
         by_algorithm = {t.algorithm: t.name for t in built.tasks if t.kind == "clrs"}
         missing = [a for a in self.algorithms if a not in by_algorithm]
         if missing:
-            raise RelreasonError(f"the NAR {m.nar} was trained on {nar_cfg.task}, not on {', '.join(missing)}",
-                                 "give a NAR run whose tasks include every algorithm of the text task")
+            raise RelreasonError(f"the NAR {m.nar} was trained on {nar_cfg.task}, not on {', '.join(missing)} "
+                                 f"({len(missing)} of the {len(self.algorithms)} algorithms of {self.cfg.task})",
+                                 "one TransNAR reads one NAR for all its algorithms: train it on all of them, e.g. "
+                                 "relreason train triplet_gmpnn clrs30 --name nar")
         processor = built.model.processor
         if processor.edge_dim == 0 and not m.nodes_only:
             raise RelreasonError(f"the NAR {m.nar} ({nar_cfg.model_name}) has no edge state to cross-attend to",

@@ -130,6 +130,7 @@ class NarPart(NamedTuple):
     batch: Any  # relreason.models.batch.Batch
     noise: Any  # relreason.models.noise.Noise
     world: int  # processes sharing the global batch
+    idle: bool = False  # the rank has no row of the global batch: `batch` is a stand-in weighted 0 (shard_rows)
 
 
 class NarWorkload(Workload):
@@ -165,6 +166,9 @@ class NarWorkload(Workload):
             self._training_data()
         parts = []
         rows = shard_rows(t.batch_size, rank, world) if world > 1 else None
+        idle = rows is not None and len(rows) == 0
+        if idle:  # a batch smaller than the world: this rank still runs an update (DDP's all-reduce needs it)
+            rows = IDLE_STAND_IN
         streamed = self._streams.batches(step, rows) if self._streams is not None else None
         for i, task in enumerate(self.tasks):
             if streamed is not None:
@@ -176,20 +180,22 @@ class NarWorkload(Workload):
                     ds = ds.take(rows)
             noise = step_noise(t.seed, step, i, rows, t.batch_size)
             batch = Batch.from_dataset(ds, self.cfg.model, self.built.specs[task.name], self.device, generator=noise)
-            parts.append(NarPart(i, batch, noise, world))
+            parts.append(NarPart(i, batch, noise, world, idle))
         return parts
 
     def loss(self, module: nn.Module, part: NarPart, step: int) -> tuple[torch.Tensor, dict[str, float]]:
         from relreason.train.distributed import count_normalizer
 
-        i, batch, noise, world = part
+        i, batch, noise, world, idle = part
         task = self.tasks[i].name
         if self.built.multi:
             out = module(task, batch, train=True, generator=noise)
         else:
             out = module(batch, train=True, generator=noise)
-        counts = count_normalizer(world) if world > 1 else None
+        counts = count_normalizer(world, contributes=not idle) if world > 1 else None
         loss, terms = self.built.net(task).loss(batch, out, counts=counts)
+        if idle:  # the stand-in row is no row of the global batch: zero loss, zero gradient, zero counts
+            loss, terms = loss * 0.0, {k: 0.0 for k in terms}
         return loss, ({f"{task}/{k}": v for k, v in terms.items()} if self.built.multi else terms)
 
     # evaluation --------------------------------------------------------------------------------
@@ -252,12 +258,17 @@ WORKLOADS.register("nar", NarWorkload)
 
 
 def shard_rows(n: int, rank: int, world: int) -> np.ndarray:
-    """This rank's rows of a global batch of n: contiguous equal shares (n must divide evenly)."""
-    if n % world:
-        raise RelreasonError(f"a batch of {n} cannot be split evenly over {world} processes",
-                             f"use a train.batch_size divisible by {world}")
-    per = n // world
-    return np.arange(rank * per, (rank + 1) * per)
+    """This rank's rows of a global batch of n: contiguous shares, the first n % world ranks one row
+    more than the others (batch 3 over 2 ranks: rows 0-1 and 2; batch 2 over 3: rows 0, 1 and none).
+    Uneven shares train as one process because the loss is divided by the global batch's counts."""
+    per, extra = divmod(n, world)
+    start = rank * per + min(rank, extra)
+    return np.arange(start, start + per + (rank < extra))
+
+
+# The batch of a rank that has no row (n < world): row 0 again, its loss and counts weighted 0. The rank
+# must still run a forward and backward on every update, or DDP's gradient all-reduce waits for it.
+IDLE_STAND_IN = np.arange(1)
 
 
 def split_label(ds, split: str) -> str:

@@ -69,9 +69,9 @@ def test_runs_json(runs_dir):
 def test_compare_aggregates_seeds_with_labelled_metric(runs_dir):
     res = relreason("compare", "--runs", runs_dir)
     assert res.returncode == 0, res.stderr
-    assert "accuracy/F1 %, higher is better" in res.stdout and "population std" in res.stdout
+    assert "accuracy/F1 %, higher is better" in res.stdout and "sample std" in res.stdout
     mpnn = next(line for line in res.stdout.splitlines() if "mpnn" in line)
-    assert "60.00 ± 10.00" in mpnn
+    assert "60.00 ± 14.14" in mpnn  # sample std (ddof 1) of 0.5 and 0.7
     assert "unfinished" in res.stderr  # the running and killed runs have no test yet
 
 
@@ -83,7 +83,7 @@ def test_compare_formats(runs_dir):
     assert float(mpnn["OOD test (accuracy/F1 %, higher is better) mean"]) == pytest.approx(60.0)
     data = json.loads(relreason("compare", runs_dir / "mpnn-bfs-s0", runs_dir / "mpnn-bfs-s1", "--json").stdout)
     (group,) = data["groups"]
-    assert group["test"]["mean"] == pytest.approx(0.6) and group["test"]["std"] == pytest.approx(0.1)
+    assert group["test"]["mean"] == pytest.approx(0.6) and group["test"]["std"] == pytest.approx(0.1414214)  # ddof 1
     latex = relreason("compare", "--runs", runs_dir, "--format", "latex")
     assert latex.returncode == 0 and r"\begin{tabular}" in latex.stdout
 

@@ -42,7 +42,7 @@ def test_curves_refuse_mixed_metrics_and_empty_runs(tmp_path):
         curves_figure(load_runs([empty]))
 
 
-def test_ablation_bars_are_means_with_population_std(tmp_path):
+def test_ablation_bars_are_means_with_sample_std(tmp_path):
     scores = {("rt", "bfs"): [0.8, 0.9], ("rt", "dfs"): [0.4, 0.6],
               ("rt without edge updates", "bfs"): [0.5, 0.7], ("rt without edge updates", "dfs"): [0.1, 0.3]}
     abl = make_ablation(tmp_path, "no-edge-updates", scores, paper="RT 81.30")
@@ -55,10 +55,10 @@ def test_ablation_bars_are_means_with_population_std(tmp_path):
     heights = [p.get_height() for p in bars[0].patches]
     assert heights == pytest.approx([85.0, 50.0, 67.5])
     err = bars[1].errorbar.lines[2][0].get_segments()  # vertical error segments, one per bar
-    assert [s[1][1] - s[0][1] for s in err] == pytest.approx([2 * 100 * statistics.pstdev([0.5, 0.7]),
-                                                              2 * 100 * statistics.pstdev([0.1, 0.3]),
-                                                              2 * 100 * statistics.pstdev([0.3, 0.5])])
-    assert "population std" in fig._suptitle.get_text() and "RT 81.30" in fig._supxlabel.get_text()
+    assert [s[1][1] - s[0][1] for s in err] == pytest.approx([2 * 100 * statistics.stdev([0.5, 0.7]),
+                                                              2 * 100 * statistics.stdev([0.1, 0.3]),
+                                                              2 * 100 * statistics.stdev([0.3, 0.5])])
+    assert "sample std" in fig._suptitle.get_text() and "RT 81.30" in fig._supxlabel.get_text()
 
 
 @pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG\r\n\x1a\n"), (".svg", b"<svg")])

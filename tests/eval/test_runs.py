@@ -126,17 +126,17 @@ def test_load_runs_counts_each_directory_once(tmp_path):
 
 
 @pytest.mark.parametrize("scores", [(0.8, 0.9), (0.7, 0.8, 0.95), (0.6,)])
-def test_seeds_aggregate_as_mean_and_population_std(tmp_path, scores):
+def test_seeds_aggregate_as_mean_and_sample_std(tmp_path, scores):
     for seed, s in enumerate(scores):
         make_run(tmp_path, f"mpnn-bfs-s{seed}", seed=seed, test=s)
     groups, _ = group_runs(discover_runs(tmp_path))
     (g,) = groups
     assert g.test.n == len(scores) and g.seeds == list(range(len(scores)))
     assert g.test.mean == pytest.approx(statistics.fmean(scores))
-    assert g.test.std == pytest.approx(statistics.pstdev(scores))
+    assert g.test.std == (pytest.approx(statistics.stdev(scores)) if len(scores) > 1 else None)  # ddof 1
     text = Cell(g.test, g.metric).text()
     want = f"{statistics.fmean(scores) * 100:.2f}"
-    assert text == (want if len(scores) == 1 else f"{want} ± {statistics.pstdev(scores) * 100:.2f}")
+    assert text == (want if len(scores) == 1 else f"{want} ± {statistics.stdev(scores) * 100:.2f}")
 
 
 def test_refuses_to_average_different_metrics(tmp_path):
@@ -202,9 +202,9 @@ def fleet(tmp_path):
 def test_long_table_labels_metric_and_direction(tmp_path):
     cmp = compare(fleet(tmp_path))
     test_col = "OOD test (accuracy/F1 %, higher is better)"
-    assert test_col in cmp.columns and "population std" in cmp.title
+    assert test_col in cmp.columns and "sample std" in cmp.title
     rows = {(r["model"], r["task"]): r for r in cmp.rows}
-    assert rows["rt", "bfs"][test_col].text() == "85.00 ± 5.00 (n=2)"
+    assert rows["rt", "bfs"][test_col].text() == "85.00 ± 7.07 (n=2)"
     assert rows["rt", "dfs"][test_col].text() == "60.00 (n=1)"  # seeds differ between rows: n shown
     assert rows["rt", "dfs"]["finished"] == "1/2"
     assert any("unfinished" in n and "rt-dfs-s1" in n for n in cmp.notes)
@@ -259,14 +259,14 @@ def test_unknown_group_by_and_format(tmp_path, bad, kind):
 def test_renderings(tmp_path):
     cmp = compare(fleet(tmp_path), "task")
     md = render_comparison(cmp, "md")
-    assert "population std" in md and "| bfs | 60.00 ± 10.00 (n=2) | 85.00 ± 5.00 (n=2) |" in md
+    assert "sample std" in md and "| bfs | 60.00 ± 14.14 (n=2) | 85.00 ± 7.07 (n=2) |" in md
     latex = render_comparison(cmp, "latex")
     assert r"$\pm$" in latex and r"\begin{tabular}" in latex
     rows = list(csv.DictReader(io.StringIO(render_comparison(cmp, "csv"))))
     assert rows[0]["task"] == "bfs" and float(rows[0]["rt mean"]) == pytest.approx(85.0)
-    assert float(rows[0]["rt std"]) == pytest.approx(5.0)
+    assert float(rows[0]["rt std"]) == pytest.approx(7.07107, abs=1e-4)
     data = json.loads(render_comparison(cmp, "json"))
-    assert data["std"].startswith("population") and len(data["groups"]) == 4
+    assert data["std"] == "sample (ddof=1)" and len(data["groups"]) == 4
 
 
 def test_stat_ignores_missing_values():

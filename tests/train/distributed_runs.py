@@ -1,8 +1,10 @@
 """Runs that tests/train/test_distributed.py starts under torchrun (one launch for two runs, to keep the
-test short): `torchrun --nproc-per-node 2 tests/train/distributed_runs.py OUT DATA_DIR STEPS`.
+test short): `torchrun --nproc-per-node N tests/train/distributed_runs.py OUT DATA_DIR STEPS [BATCH]`.
 
 1. `OUT/fresh`: a new run of STEPS steps;
 2. `OUT/resumed`: a run that one process left there at half the budget, continued to STEPS steps.
+
+BATCH (default 4) need not be divisible by N, nor at least N (ranks then hold uneven shares, or none).
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ BATCH = 4
 TASK = "insertion_sort,bfs"  # a sort (Gumbel noise) and trajectories of different lengths (hint counts differ per rank)
 
 
-def noisy_config(data_dir: Path, steps: int) -> list[str]:
-    """A tiny insertion_sort run of `steps` steps with every kind of noise: random positions, Gumbel
+def noisy_config(data_dir: Path, steps: int, batch: int = BATCH) -> list[str]:
+    """A tiny run of `steps` steps of `batch` examples with every kind of noise: random positions, Gumbel
     noise (permutation pointers), teacher forcing 0.5 and dropout; validation every 2 steps."""
-    return ["model.hidden=16", f"train.batch_size={BATCH}", f"train.train_examples={BATCH * steps}",
-            f"train.eval_every_examples={BATCH * 2}", "data.train_num=24", "data.train_size=5",
+    return ["model.hidden=16", f"train.batch_size={batch}", f"train.train_examples={batch * steps}",
+            f"train.eval_every_examples={batch * 2}", "data.train_num=24", "data.train_size=5",
             "data.val_size=5", "data.test_size=6", "data.val_num=10", "data.test_num=10", "train.eval_batch_size=3",
             "model.teacher_forcing=0.5", "model.dropout=0.1", "model.random_pos=true", "train.threads=1",
             f"data.data_dir={data_dir}"]
@@ -31,7 +33,8 @@ if __name__ == "__main__":
     from relreason.train import run
 
     out, data_dir, steps = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
-    cfg = build_config("mpnn", TASK, None, noisy_config(data_dir, steps))
+    batch = int(sys.argv[4]) if len(sys.argv) > 4 else BATCH
+    cfg = build_config("mpnn", TASK, None, noisy_config(data_dir, steps, batch))
     dist.init_process_group("gloo")  # once for both runs (`run` uses a group it finds and leaves it open)
     run(cfg, out=out, name="fresh", show_progress=False)
     run(cfg, out=out, name="resumed", resume=True, show_progress=False)

@@ -226,6 +226,25 @@ def test_cli_resume_takes_the_stored_config(tmp_path):
     assert res.exit_code == 1 and "cannot change train.lr" in res.output
 
 
+def test_resume_takes_the_recipe_deviation_the_run_recorded(tmp_path):
+    """The recipe is never looked up again by its label on resume: the run's config.json is the truth,
+    and only a run that predates recording it reads the recipe its label names."""
+    from relreason.config import recipe_deviation
+    from relreason.train.loop import resume_config
+
+    over = TINY + [f"data.data_dir={tmp_path / 'data'}", "train.train_examples=16"]
+    run(build_config("mpnn", "bellman_ford", "quick", over), out=tmp_path / "runs", name="r", show_progress=False)
+    d = tmp_path / "runs" / "r"
+    assert resume_config(d, []).deviation == recipe_deviation("quick")
+    assert resume_config(d, over, recipe="quick").deviation == recipe_deviation("quick")  # its own command
+    record = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**record, "deviation": "as recorded"}))
+    assert resume_config(d, []).deviation == "as recorded"
+    del record["deviation"]
+    (d / "config.json").write_text(json.dumps(record))
+    assert resume_config(d, []).deviation == recipe_deviation("quick")
+
+
 def test_recover_puts_back_a_checkpoint_caught_between_renames(tmp_path):
     from relreason.train import checkpoint as ckpt
 

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from relreason.ablations import ABLATIONS
 from relreason.cli.main import app
 from relreason.config import build_config
+from relreason.data.specs import ALGORITHM_INFO
 from relreason.data.text import TEXT_PRESETS, text_batch
 from relreason.errors import RelreasonError
 from relreason.tasks import text_pieces
@@ -196,7 +197,8 @@ def test_node_padding_never_changes_a_token_prediction(nar_run):
     wl = TransNARWorkload(tiny("transnar", extra=[f"model.nar={nar_run}"]), CPU)
     with torch.no_grad():  # open the gates so that the NAR's embeddings reach every token
         for x in wl.model.cross.values():
-            x.gate.fill_(1.0)
+            for gate in x.gates().values():
+                gate.fill_(1.0)
     wl.model.eval()
     batch = wl._pool("train").render(wl.step_indices(0))
     tokens = wl.tokenizer.batch_examples(zip(batch.questions, batch.answers))
@@ -220,6 +222,11 @@ def test_transnar_needs_a_nar_that_knows_the_algorithms(tmp_path, nar_run):
         TransNARWorkload(tiny("transnar"), CPU)
     with pytest.raises(RelreasonError, match="not on bfs"):
         TransNARWorkload(tiny("transnar", "text:bfs", [f"model.nar={nar_run}"]), CPU)
+    with pytest.raises(RelreasonError) as group:  # a group: every algorithm the NAR lacks, named in one line
+        TransNARWorkload(tiny("transnar", "text:clrs30", [f"model.nar={nar_run}"]), CPU)
+    lacking = [a for a in ALGORITHM_INFO if a not in ("insertion_sort", "binary_search")]
+    assert "\n" not in str(group.value) and "(28 of the 30 algorithms of text:clrs30)" in str(group.value)
+    assert all(a in str(group.value) for a in lacking)
     with pytest.raises(RelreasonError, match="not a trained run"):
         tiny("transnar", extra=[f"model.nar={tmp_path}"])
     cfg = tiny("transnar", extra=[f"model.nar={nar_run}"])
@@ -241,6 +248,43 @@ def test_transnar_trains_and_evaluates_from_its_checkpoint_alone(tmp_path, nar_r
     assert out.exit_code == 0, out.output
     assert list(json.loads(out.stdout)["per_task"]) == ["binary_search@5"]
 
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["text_transformer", "transnar"])
+def test_one_model_trains_on_a_text_group_and_eval_gives_its_per_algorithm_scores(tmp_path, nar_run, model):
+    """The paper trains one model on every algorithm at once: `train MODEL text:a,text:b` makes one run
+    (for TransNAR reading one multi-task NAR) whose test has every (algorithm, size) cell, and `eval`
+    of its checkpoint recomputes exactly those cells."""
+    sets = [x for s in TINY + [f"model.nar={nar_run}"] * (model == "transnar") for x in ("--set", s)]
+    res = runner.invoke(app, ["train", model, TASKS, "--recipe", "quick", "--name", "g", "--out", str(tmp_path), *sets])
+    assert res.exit_code == 0, res.output
+    results = json.loads((tmp_path / "g" / "results.json").read_text())
+    cells = results["per_task"]
+    assert set(cells) == {f"{a}@{n}" for a in ("insertion_sort", "binary_search") for n in (5, 6)}
+    assert all(c["num"] == 2 and set(c["outputs"]) == {"shape", "parse", "clrs"} for c in cells.values())
+    assert results["test"]["score"] == pytest.approx(np.mean([
+        np.mean([cells[f"{a}@{n}"]["score"] for n in (5, 6)]) for a in ("insertion_sort", "binary_search")]))
+    weights = load_file(str(tmp_path / "g" / "best" / "model.safetensors"))
+    if model == "transnar":  # one text model, one set of Eq. 3 blocks, one NAR with both algorithms' encoders
+        assert {k.split(".")[2] for k in weights if k.startswith("nar.nets.")} == {"insertion_sort", "binary_search"}
+        assert any(k.startswith("cross.0.ffn.") for k in weights)
+
+    out = runner.invoke(app, ["eval", str(tmp_path / "g"), "--json"])
+    assert out.exit_code == 0, out.output
+    again = json.loads(out.stdout)
+    assert again["per_task"] == cells
+    assert again["score"] == results["test"]["score"]
+
+
+def test_a_transnar_group_whose_nar_lacks_an_algorithm_fails_in_one_line(tmp_path, nar_run):
+    sets = [x for s in TINY + [f"model.nar={nar_run}"] for x in ("--set", s)]
+    res = runner.invoke(app, ["train", "transnar", "text:insertion_sort,text:bfs", "--recipe", "quick",
+                              "--out", str(tmp_path), "--name", "t", *sets])
+    assert res.exit_code == 1
+    errors = [line for line in res.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "not on bfs (1 of the 2 algorithms" in errors[0], res.output
+    assert not (tmp_path / "t" / "results.json").exists()
 
 
 @pytest.mark.slow

@@ -35,6 +35,27 @@ CLRS integration (our choices, not the paper's: the paper has no per-step proces
     through edge_in (the encoded `adj` / `A`). Padded nodes (node_mask False) are excluded from
     the sum over l, so a real pair (x, y) only ever reads pairs of real nodes.
 
+Mueller, Kusuma, Bonet & Morris (NeurIPS 2024, "Towards Principled Graph Transformers") ran the ET on
+CLRS-30 in their fork of the reference (github ksmdnl/clrs at 42a5de5, clrs/_src/processors.py
+`ET_Processor`). Where it differs from the above, an option selects its choice (recipes/et.yaml uses them):
+  - `norm`: `bergen` is the placement above; `post` is the post-LN Transformer,
+        e = LN(e + TriangularAttention(e));  e = LN(e + W2 relu(W1 e)),
+    and `pre_and_post` also normalizes the attention's input, the residual keeping the raw stream:
+        e = LN(e + TriangularAttention(LN(e)));  e = LN(e + W2 relu(W1 e))
+    (their `EdgeTransformerLayer` + `FFN` with run.py's `--norm_first_att True`: three LayerNorms a layer);
+  - `carry_state: false` is their state: the pair state is composed afresh every step from the nodes'
+    [node_in, previous node state] and only the diagonal (the node state) is carried;
+  - `edge_projection: false`: the encoded edge features are added to the pair as they are (their
+    z_xy = W [u_x, u_y] + b + edge_in_xy) instead of through a map (which needs width = hidden);
+  - `graph_input: nodes`: graph features are appended to every node's input u_x (their `use_graph_fts`),
+    so they reach pair (x, y) through both the x and the y block of the composer's matrix, where
+    `pairs` adds one map of them to every pair (the same functions, parametrized differently);
+  - `init: haiku`: every weight truncated normal (2 std), std 1/sqrt(fan_in), biases zero (Haiku's
+    Linear default), the composer's blocks with the fan-in of the one matrix they form; `xavier` is
+    Bergen et al.'s (Xavier-uniform layers) with PyTorch's default on the composer.
+Their node readout is the diagonal, as ours; they have no graph state (ours, W mean e_xy, is then read
+by nothing: with `carry_state: false` and decoders without graph history its map gets no gradient).
+
 Cost: O(B N^3 D) time per layer. The value sum needs sum_l a_xly (V1 e_xl)_c (V2 e_ly)_c, a
 three-way product with a shared channel c: any pairwise contraction of it builds the
 (B, heads, N, N, N, head_dim) product, which is 2 GB at n = 64, batch 32, width 64. We never build
@@ -51,6 +72,7 @@ kernels above remain the fallback and the reference the tests compare against.
 
 from __future__ import annotations
 
+import enum
 import functools
 import math
 from dataclasses import dataclass
@@ -66,6 +88,28 @@ from relreason.models.precision import float32_apply
 from relreason.models.processors.base import Processor, State, check_config, masked_fill_value, register_processor
 
 
+class Norm(str, enum.Enum):
+    """Where a layer's LayerNorms sit (module docstring)."""
+
+    BERGEN = "bergen"  # e = LN(e); e = e + attn(e); e = LN(e); e = e + ffn(e): Bergen et al.'s clutrr/model.py
+    POST = "post"  # e = LN(e + attn(e)); e = LN(e + ffn(e)): Mueller et al.'s fork, norm_first_att False
+    PRE_AND_POST = "pre_and_post"  # e = LN(e + attn(LN(e))); e = LN(e + ffn(e)): their run.py default
+
+
+class GraphInput(str, enum.Enum):
+    """How the encoded graph features g enter the pair state."""
+
+    PAIRS = "pairs"  # one map of g added to every pair e_xy
+    NODES = "nodes"  # g appended to every node's input (Mueller et al.'s use_graph_fts): an x and a y block
+
+
+class Init(str, enum.Enum):
+    """Initialisation of the processor's weights."""
+
+    XAVIER = "xavier"  # Bergen et al.'s _reset_parameters on the layers; PyTorch's default on the composer
+    HAIKU = "haiku"  # Haiku's Linear default everywhere (Mueller et al.'s fork): trunc. normal 1/sqrt(fan_in), bias 0
+
+
 @dataclass
 class ETConfig:
     """Edge Transformer options; defaults are the paper's (authors' CLUTRR `train.py`)."""
@@ -79,8 +123,22 @@ class ETConfig:
     value_ablation: bool = False  # paper's value ablation: v_xly = V1 e_xl only
     attention_ablation: bool = False  # paper's attention ablation: key from e_xy instead of e_ly
     carry_state: bool = True  # feed the pair state back next step (our CLRS integration; RT does the same)
+    norm: Norm = Norm.BERGEN  # LayerNorm placement of the authors' code (clutrr/model.py)
+    edge_projection: bool = True  # edge_in enters the pair through a map (false: added as it is; width = hidden)
+    graph_input: GraphInput = GraphInput.PAIRS  # our CLRS integration: one map of g onto every pair
+    init: Init = Init.XAVIER  # authors' _reset_parameters (Xavier-uniform weight matrices)
     chunk_mb: int = 128  # memory budget (MB) of one chunk of the eager triangular product; results do not depend on it
     compiled_kernels: bool = True  # triangular products as compiled fused loops (models/kernels.py): 5-8x faster
+
+    def __post_init__(self) -> None:
+        for name, kind in (("norm", Norm), ("graph_input", GraphInput), ("init", Init)):
+            value = getattr(self, name)
+            if not isinstance(value, kind):  # YAML and --set give strings
+                try:
+                    setattr(self, name, kind(value))
+                except ValueError:
+                    choices = ", ".join(m.value for m in kind)
+                    raise RelreasonError(f"processor.{name}: unknown value {value!r}", f"use one of: {choices}") from None
 
 
 class TriangularProduct(torch.autograd.Function):
@@ -292,10 +350,14 @@ class TriangularAttention(nn.Module):
 
 
 class EdgeTransformerLayer(nn.Module):
-    """e = LN(e); e = e + attn(e); e = LN(e); e = e + ffn(e)  (LayerNorm placement of the authors' code)."""
+    """Triangular attention and a feed-forward block, each with a residual, LayerNorms placed by `cfg.norm`:
+    bergen  e = LN1(e); e = e + attn(e); e = LN2(e); e = e + ffn(e)  (Bergen et al.'s code);
+    post    e = LN1(e + attn(e)); e = LN2(e + ffn(e));
+    pre_and_post  e = LN1(e + attn(LN0(e))); e = LN2(e + ffn(e))  (Mueller et al.'s fork)."""
 
     def __init__(self, cfg: ETConfig, width: int):
         super().__init__()
+        self.norm = cfg.norm
         self.norm1 = nn.LayerNorm(width)
         self.attention = TriangularAttention(width, cfg.heads, cfg.value_ablation, cfg.attention_ablation,
                                              cfg.chunk_mb, cfg.dropout, cfg.compiled_kernels)
@@ -303,12 +365,30 @@ class EdgeTransformerLayer(nn.Module):
         self.ffn_in = nn.Linear(width, cfg.ff_factor * width)
         self.ffn_out = nn.Linear(cfg.ff_factor * width, width)
         self.dropout = nn.Dropout(cfg.dropout)
+        # LN0: the attention's own input norm (their --norm_first_att); the residual keeps the raw stream
+        self.norm0 = nn.LayerNorm(width) if cfg.norm is Norm.PRE_AND_POST else None
+
+    def ffn(self, e: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.ffn_out(self.dropout(F.relu(self.ffn_in(e)))))
 
     def forward(self, e: torch.Tensor, node_mask: torch.Tensor) -> torch.Tensor:
-        e = self.norm1(e)
-        e = e + self.dropout(self.attention(e, node_mask))
-        e = self.norm2(e)
-        return e + self.dropout(self.ffn_out(self.dropout(F.relu(self.ffn_in(e)))))
+        if self.norm is Norm.BERGEN:
+            e = self.norm1(e)
+            e = e + self.dropout(self.attention(e, node_mask))
+            e = self.norm2(e)
+            return e + self.ffn(e)
+        att_in = e if self.norm0 is None else self.norm0(e)
+        e = self.norm1(e + self.dropout(self.attention(att_in, node_mask)))
+        return self.norm2(e + self.ffn(e))
+
+
+def haiku_init_(layer: nn.Linear, fan_in: int) -> None:
+    """Haiku's Linear default in place: weights truncated normal at 2 std, std 1/sqrt(fan_in); bias zero."""
+    std = 1.0 / math.sqrt(fan_in)
+    with torch.no_grad():
+        nn.init.trunc_normal_(layer.weight, std=std, a=-2 * std, b=2 * std)
+        if layer.bias is not None:
+            layer.bias.zero_()
 
 
 @register_processor("et", ETConfig, "Edge Transformer: triangular attention over node pairs (Bergen et al. 2021)",
@@ -321,13 +401,23 @@ class EdgeTransformer(Processor):
         if d % cfg.heads:
             raise RelreasonError(f"processor.width {d} is not divisible by processor.heads {cfg.heads}",
                                  "pick a width that is a multiple of the number of heads")
+        if not cfg.edge_projection and d != hidden:
+            raise RelreasonError(f"processor.edge_projection false adds the encoded edges (width {hidden}) to the "
+                                 f"pair state as they are: its width must equal model.hidden, got {d}",
+                                 "set processor.width to 0 (the hidden size), or edge_projection to true")
         self.node_dim = self.edge_dim = d
         self.carry_edge = cfg.carry_state
         # The per-step input map, one block per input (summed; equal to one Linear on the concat).
         self.from_sender = nn.Linear(hidden, d)  # node_in_x (carries the bias)
         self.from_receiver = nn.Linear(hidden, d, bias=False)  # node_in_y
-        self.from_edge = nn.Linear(hidden, d, bias=False)  # edge_in_xy
-        self.from_graph = nn.Linear(hidden, d, bias=False)  # graph_in, tiled onto every pair
+        # edge_in_xy through a map, or (edge_projection false) added as it is
+        self.from_edge = nn.Linear(hidden, d, bias=False) if cfg.edge_projection else None
+        self.graph_on_nodes = cfg.graph_input is GraphInput.NODES
+        if self.graph_on_nodes:  # g appended to u_x and to u_y: two blocks of the composer's matrix
+            self.from_graph_sender = nn.Linear(hidden, d, bias=False)
+            self.from_graph_receiver = nn.Linear(hidden, d, bias=False)
+        else:
+            self.from_graph = nn.Linear(hidden, d, bias=False)  # graph_in, tiled onto every pair
         if cfg.carry_state:
             self.from_state = nn.Linear(d, d, bias=False)  # previous pair state e_xy
         else:
@@ -337,25 +427,35 @@ class EdgeTransformer(Processor):
         self.layers = nn.ModuleList(EdgeTransformerLayer(cfg, d) for _ in range(count))
         self.depth = cfg.layers
         self.readout = nn.Linear(d, d)  # graph state from the mean pair state
-        for layer in self.layers:  # authors' init: Xavier-uniform on every weight matrix
-            for p in layer.parameters():
-                if p.dim() > 1:
-                    nn.init.xavier_uniform_(p)
+        if cfg.init is Init.HAIKU:
+            composer = [m for name, m in self.named_children() if name.startswith("from_") and m is not None]
+            fan_in = sum(m.in_features for m in composer)  # the one matrix the blocks form, as in their code
+            for module in self.modules():
+                if isinstance(module, nn.Linear):
+                    haiku_init_(module, fan_in if module in composer else module.in_features)
+        else:
+            for layer in self.layers:  # authors' init: Xavier-uniform on every weight matrix
+                for p in layer.parameters():
+                    if p.dim() > 1:
+                        nn.init.xavier_uniform_(p)
 
     def compose(self, node_in: torch.Tensor, edge_in: torch.Tensor, graph_in: torch.Tensor,
                 state: State) -> torch.Tensor:
         """The pair state entering the layers, e_xy (B, N, N, D)."""
         x_part = self.from_sender(node_in)  # (B, N, D)
         y_part = self.from_receiver(node_in)  # (B, N, D)
+        pair = edge_in if self.from_edge is None else self.from_edge(edge_in)  # (B, N, N, D)
         if self.carry_edge:
             if state.edge is None:
                 raise ValueError("the Edge Transformer carries its pair state: State.edge must not be None")
-            pair = self.from_edge(edge_in) + self.from_state(state.edge)  # (B, N, N, D)
+            pair = pair + self.from_state(state.edge)  # (B, N, N, D)
         else:
-            pair = self.from_edge(edge_in)  # (B, N, N, D)
             x_part = x_part + self.from_state_sender(state.node)
             y_part = y_part + self.from_state_receiver(state.node)
-        g = self.from_graph(graph_in)  # (B, D)
+        if self.graph_on_nodes:  # (B, D) each, the same for every node
+            g = self.from_graph_sender(graph_in) + self.from_graph_receiver(graph_in)
+        else:
+            g = self.from_graph(graph_in)  # (B, D)
         return pair + (x_part + g[:, None, :])[:, :, None, :] + y_part[:, None, :, :]
 
     def forward(self, node_in, edge_in, graph_in, state: State, adj, node_mask) -> State:

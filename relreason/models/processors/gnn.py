@@ -17,7 +17,7 @@ a linear map of the edge features is then folded into the encoder's small matrix
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -185,6 +185,9 @@ class TripletGMPNNConfig(MPNNConfig):
         if self.triplet_features < 1:
             raise RelreasonError(f"processor.triplet_features must be >= 1, got {self.triplet_features}",
                                  "the reference uses 8")
+        if self.layers != 1:  # its forward is one gated triplet update per step (Ibarz et al. 2022)
+            raise RelreasonError(f"processor.layers must be 1 for triplet_gmpnn, got {self.layers}",
+                                 "stack steps with model.processor_steps instead")
 
 
 @register_processor("triplet_gmpnn", TripletGMPNNConfig, "Gated MPNN with triplet edge messages (Ibarz et al. 2022)")
@@ -228,19 +231,22 @@ class GATConfig:
 
     heads: int = 1  # nb_heads: reference run.py default for GAT processors
     use_ln: bool = True  # reference run.py default use_ln=True
+    layers: int = 1  # untied attention layers per algorithm step; CLRS 1 (RT authors' fork: --num_layers)
 
     def __post_init__(self) -> None:
         if self.heads < 1:
             raise RelreasonError(f"processor.heads must be >= 1, got {self.heads}", "the reference uses 1")
+        if self.layers < 1:
+            raise RelreasonError(f"processor.layers must be >= 1, got {self.layers}", "use 1 (the CLRS processors)")
 
 
 class GATScores(nn.Module):
     """GAT logits (reference GAT): leaky_relu(a_1(z_i) + a_2(z_j) + a_e(e_ij) + a_g(g)), one per head."""
 
-    def __init__(self, hidden: int, heads: int):
+    def __init__(self, hidden: int, heads: int, z_dim: int):
         super().__init__()
         self.heads = heads
-        self.att_z = linear(2 * hidden, 2 * heads)  # a_1 (receiver i) | a_2 (sender j)
+        self.att_z = linear(z_dim, 2 * heads)  # a_1 (receiver i) | a_2 (sender j)
         self.att_e = linear(hidden, heads)
         self.att_g = linear(hidden, heads)
 
@@ -255,12 +261,12 @@ class GATv2Scores(nn.Module):
     """GATv2 logits (reference GATv2): a_h . leaky_relu(w_1(z_j) + w_2(z_i) + w_e(e_ij) + w_g(g))_h,
     the pre-activation of width H split into heads, one map H/heads -> 1 per head."""
 
-    def __init__(self, hidden: int, heads: int):
+    def __init__(self, hidden: int, heads: int, z_dim: int):
         super().__init__()
         self.hidden = hidden
         self.heads = heads
         self.head_dim = hidden // heads
-        self.pre_z = linear(2 * hidden, 2 * hidden)  # w_1 (sender j) | w_2 (receiver i); mid size = H
+        self.pre_z = linear(z_dim, 2 * hidden)  # w_1 (sender j) | w_2 (receiver i); mid size = H
         self.pre_e = linear(hidden, hidden)
         self.pre_g = linear(hidden, hidden)
         # the per-head Linear(H/heads -> 1) maps, stacked as a (heads, H/heads) weight. Their biases
@@ -280,32 +286,48 @@ class GATv2Scores(nn.Module):
 
 class _GraphAttention(Processor):
     """Shared body of GAT and GATv2: multi-head attention of node i over the j with adj[i, j]
-    (softmax over j), values m(z_j), then residual skip(z_i), ReLU and LayerNorm (reference)."""
+    (softmax over j), values m(z_j), then residual skip(z_i), ReLU and LayerNorm (reference).
+
+    `layers: L` stacks L such layers per algorithm step with their own weights, as the RT authors' fork
+    does (processors.py: `nb_layers` Basic_GAT / Basic_GATv2 layers): layer l >= 2 reads z = the previous
+    layer's output (B, N, H) alone, with this step's edge and graph features."""
 
     scores: type[nn.Module] = GATScores
     factored_edges = True  # edge_in may be an EdgeInput: only linear maps of it are taken
 
-    def __init__(self, cfg: GATConfig, hidden: int):
+    def __init__(self, cfg: GATConfig, hidden: int, z_dim: int | None = None):
         super().__init__(cfg, hidden)
         if hidden % cfg.heads:
             raise RelreasonError(f"processor.heads={cfg.heads} must divide the width model.hidden={hidden}",
                                  "pick a divisor of model.hidden")
+        z_dim = 2 * hidden if z_dim is None else z_dim  # z = [node_in, hidden] (first layer) or the previous output
         self.heads = cfg.heads
         self.head_dim = hidden // cfg.heads
-        self.logits = self.scores(hidden, cfg.heads)
-        self.values_skip = linear(2 * hidden, 2 * hidden)  # m | skip
+        self.logits = self.scores(hidden, cfg.heads, z_dim)
+        self.values_skip = linear(z_dim, 2 * hidden)  # m | skip
         self.norm = nn.LayerNorm(hidden) if cfg.use_ln else nn.Identity()
+        # layers 2..L, each with its own weights (empty, so no parameters, in the CLRS processors' L = 1)
+        self.stack = nn.ModuleList(type(self)(replace(cfg, layers=1), hidden, z_dim=hidden)
+                                   for _ in range(cfg.layers - 1))
 
     def forward(self, node_in, edge_in, graph_in, state: State, adj, node_mask) -> State:
-        b, n, h = node_in.shape
-        z = torch.cat([node_in, state.node], dim=-1)  # (B, N, 2H)
+        out = self.update(torch.cat([node_in, state.node], dim=-1), edge_in, graph_in, adj, node_mask)  # (B, N, H)
+        for layer in self.stack:
+            out = layer.update(out, edge_in, graph_in, adj, node_mask)
+        return State(out)
+
+    def update(self, z: torch.Tensor, edge_in: torch.Tensor | EdgeInput, graph_in: torch.Tensor, adj: torch.Tensor,
+               node_mask: torch.Tensor) -> torch.Tensor:
+        """One attention layer on z (B, N, Z): the new node states (B, N, H)."""
+        b, n, _ = z.shape
+        h = self.hidden
         logits = self.logits(z, edge_in, graph_in)  # (B, I, J, heads)
         allowed = (adj & node_mask[:, None, :])[..., None]  # (B, I, J, 1): padded senders never attended
         coefs = torch.softmax(logits.masked_fill(~allowed, masked_fill_value(logits)), dim=2)
         values, skip = self.values_skip(z).split(h, dim=-1)  # (B, N, H) each
         out = torch.einsum("bijh,bjhf->bihf", coefs, values.view(b, n, self.heads, self.head_dim))
         out = F.relu(out.reshape(b, n, h) + skip)
-        return State(self.norm(out))
+        return self.norm(out)
 
 
 @register_processor("gat", GATConfig, "Graph attention network, adjacency-masked (Veličković et al. 2018)")

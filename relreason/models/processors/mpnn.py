@@ -9,11 +9,17 @@ The message MLP runs on every (sender, receiver) pair, so its two (H, H) layers 
 the processor's cost; everything else is per node. The edge input may come factored
 (`relreason.models.encoders.EdgeInput`, see `factored_edges`): then me(e) is folded into the small
 encoder map instead of being a third (B, N, N, H) x (H, H) matmul.
+
+`layers: L` (1 in CLRS) stacks L such updates per algorithm step, each with its own weights, as the RT
+authors' fork does for its baselines (processors.py: `nb_layers` Basic_MPNN layers; the RT paper's
+Table 2 `num_layers`): layer l >= 2 reads z = the previous layer's output (B, N, H) alone, with this
+step's edge and graph features. (`model.processor_steps` instead repeats one set of weights, each
+time on [node_in, state].)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
@@ -28,10 +34,13 @@ from relreason.models.processors.base import Processor, State, masked_fill_value
 class MPNNConfig:
     use_ln: bool = True  # LayerNorm on the new hidden state; CLRS run.py --use_ln True
     msg_mlp_layers: int = 2  # (H, H) layers after the message sum; CLRS msgs_mlp_sizes=[H, H]
+    layers: int = 1  # untied message-passing layers per algorithm step; CLRS 1 (RT authors' fork: --num_layers)
 
     def __post_init__(self) -> None:
         if self.msg_mlp_layers < 0:
             raise RelreasonError(f"processor.msg_mlp_layers must be >= 0, got {self.msg_mlp_layers}", "use 2")
+        if self.layers < 1:
+            raise RelreasonError(f"processor.layers must be >= 1, got {self.layers}", "use 1 (the CLRS processors)")
 
 
 @register_processor("mpnn", MPNNConfig, "Message passing over all node pairs, max aggregation (Gilmer et al. 2017)")
@@ -41,28 +50,36 @@ class MPNN(Processor):
     restrict_to_adj = False  # MPNN: every real node sends to every node
     factored_edges = True  # accepts an EdgeInput in place of the dense (B, N, N, H) edge tensor
 
-    def __init__(self, cfg: MPNNConfig, hidden: int):
+    def __init__(self, cfg: MPNNConfig, hidden: int, z_dim: int | None = None):
         super().__init__(cfg, hidden)
         H = hidden
-        self.m1 = linear(2 * H, H)  # receiver part of the message
-        self.m2 = linear(2 * H, H)  # sender part
+        Z = 2 * H if z_dim is None else z_dim  # z = [node_in, hidden] (first layer) or the previous layer's output
+        self.m1 = linear(Z, H)  # receiver part of the message
+        self.m2 = linear(Z, H)  # sender part
         self.me = linear(H, H)
         self.mg = linear(H, H)
         self.mlp = nn.ModuleList([linear(H, H) for _ in range(cfg.msg_mlp_layers)])
-        self.o1 = linear(2 * H, H)
+        self.o1 = linear(Z, H)
         self.o2 = linear(H, H)
         self.ln = nn.LayerNorm(H) if cfg.use_ln else None
+        # layers 2..L, each with its own weights (empty, so no parameters, in the CLRS processors' L = 1)
+        self.stack = nn.ModuleList(type(self)(replace(cfg, layers=1), H, z_dim=H) for _ in range(cfg.layers - 1))
 
     def forward(self, node_in: torch.Tensor, edge_in: torch.Tensor | EdgeInput, graph_in: torch.Tensor, state: State,
                 adj: torch.Tensor, node_mask: torch.Tensor) -> State:
-        z = torch.cat([node_in, state.node], -1)  # (B, N, 2H)
+        out = self.update(torch.cat([node_in, state.node], -1), edge_in, graph_in, adj, node_mask)  # (B, N, H)
+        for layer in self.stack:
+            out = layer.update(out, edge_in, graph_in, adj, node_mask)
+        return State(out, None, state.graph)
+
+    def update(self, z: torch.Tensor, edge_in: torch.Tensor | EdgeInput, graph_in: torch.Tensor, adj: torch.Tensor,
+               node_mask: torch.Tensor) -> torch.Tensor:
+        """One message-passing layer on z (B, N, Z): LayerNorm(relu(o1(z) + o2(agg))), (B, N, H)."""
         # m1, m2 and o1 all read z: one matmul for the three (their parameters stay separate)
         m1, m2, o1 = fused_linear(z, self.m1, self.m2, self.o1)
         agg = self.aggregate(z, edge_in, graph_in, adj, node_mask, (m1, m2))  # (B, N, H)
         out = torch.relu(o1 + self.o2(agg))
-        if self.ln is not None:
-            out = self.ln(out)
-        return State(out, None, state.graph)
+        return out if self.ln is None else self.ln(out)
 
     def aggregate(self, z: torch.Tensor, edge_in: torch.Tensor | EdgeInput, graph_in: torch.Tensor,
                   adj: torch.Tensor, node_mask: torch.Tensor,

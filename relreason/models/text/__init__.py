@@ -64,8 +64,9 @@ class TextModelConfig(TextTransformerConfig):
 
 @dataclass
 class TransNARModelConfig(TextModelConfig):
-    """`model:` section of transnar: the text transformer's options, the gated cross-attention's
-    (TransNARConfig, whose node/edge widths come from the NAR) and the frozen NAR it reads."""
+    """`model:` section of transnar: the text transformer's options, the Eq. 3 blocks' (TransNARConfig,
+    whose node/edge widths come from the NAR) and the frozen NAR it reads, which must have been trained
+    on every algorithm of the run's text tasks (a multi-task NAR run for a group such as text:clrs30)."""
 
     nar: str | None = None  # the frozen NAR: a NAR run directory (runs/NAME) or checkpoint; needed to train
     # {"run", "checkpoint", "config"}: the NAR's resolved config, read from `nar` when the configuration is
@@ -73,10 +74,10 @@ class TransNARModelConfig(TextModelConfig):
     nar_config: dict | None = None
     use_nar: bool = True  # false: the same text transformer, data and budget without the NAR (transnar-vs-text)
     nodes_only: bool = False  # cross-attend to node embeddings only (transnar-nodes-only ablation)
-    cross_every: int = 1  # a gated cross-attention before text layers 0, k, 2k, ... (Figure 3: every layer)
+    cross_every: int = 1  # an Eq. 3 block (gated cross-attention, FFN) after text layers 0, k, 2k, ... (paper: 1)
     cross_heads: int | None = None  # null: the text model's heads
     cross_head_dim: int | None = None  # null: the text model's head width
-    cross_mlp: bool = False  # Flamingo's extra gated MLP sublayer (not in the TransNAR paper's description)
+    cross_ffn: bool = True  # Eq. 3's feed-forward network after the cross-attention; false: the attention alone
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -93,7 +94,7 @@ class TransNARModelConfig(TextModelConfig):
         """The cross-attention options for a NAR of these widths."""
         return TransNARConfig(node_dim=node_dim, edge_dim=edge_dim, nodes_only=self.nodes_only,
                               cross_every=self.cross_every, cross_heads=self.cross_heads,
-                              cross_head_dim=self.cross_head_dim, cross_mlp=self.cross_mlp)
+                              cross_head_dim=self.cross_head_dim, cross_ffn=self.cross_ffn)
 
 
 def read_nar_record(target: str) -> dict:
@@ -124,5 +125,5 @@ register_text_model("text_transformer", TextModelConfig,
                     "Decoder-only character transformer with randomized positions (Ruoss et al. 2023), "
                     "TransNAR's text baseline")(TextTransformer)
 register_text_model("transnar", TransNARModelConfig,
-                    "Text transformer with gated cross-attention to a frozen NAR (Bounsi et al. 2024); "
-                    "--set model.nar=runs/NAME")(TransNAR)
+                    "Text transformer with gated cross-attention to a frozen NAR after each layer (Bounsi et al. "
+                    "2024, Eq. 3); --set model.nar=runs/NAME")(TransNAR)

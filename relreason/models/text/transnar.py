@@ -1,5 +1,6 @@
-"""TransNAR (Bounsi et al. 2024, "Transformers meet Neural Algorithmic Reasoners", Section 3 / Figure 3):
-the text transformer with gated cross-attention layers that read a frozen NAR's embeddings.
+"""TransNAR (Bounsi et al. 2024, "Transformers meet Neural Algorithmic Reasoners", Section 3, Eq. 1-3 and
+Figure 3): the text transformer with a gated cross-attention block after each layer that reads a frozen
+NAR's node and edge embeddings.
 
     text = TextTransformer(text_cfg)                      # e.g. trained on CLRS-Text first
     model = TransNAR.from_text_model(text, TransNARConfig(node_dim=128, edge_dim=128))
@@ -11,23 +12,36 @@ the text transformer with gated cross-attention layers that read a frozen NAR's 
 The NAR is not part of this module: its node and edge embeddings are inputs (the caller runs the
 frozen NAR under no_grad on the graph version of the same problem).
 
-Figure 3's caption: "Similar to Alayrac et al. [Flamingo], we interleave existing Transformer layers
-with gated cross-attention layers which enable information to flow from the NAR to the Transformer.
-We generate queries from tokens while we obtain keys and values from nodes and edges of the graph
-... we initially close the cross-attention gate, in order to fully preserve the language model's
-internal knowledge at the beginning of training." So, before text block l (l = 0, k, 2k, ...;
-k = `cross_every`, 1 by default: every layer is interleaved), Flamingo's placement:
+What the paper says (arXiv 2406.09308v1: Section 3, and Section 4 on combining nodes and edges).
+Layer t first runs the Transformer's own layer on the tokens, Eq. 1: Θ = FFN(softmax(T Q (T K)^T /
+sqrt(d_k)) T V), self-attention and the layer's feed-forward network. Then Eq. 3: the tokens
+cross-attend to the NAR's embeddings G (queries from Θ, keys and values from G, through the
+cross-attention's own Q×, K×, V×) and a feed-forward network follows, T' = FFN(softmax(Θ Q× (G K×)^T /
+sqrt(d_k)) G V×); G itself is not transformed within the layer, and every layer reads the NAR's final
+embeddings. The edges are read by the same Eq. 3 over the N x N edge embeddings flattened to N^2 keys,
+and the two contributions are joined by concatenation and a linear layer. Figure 3 calls these
+Flamingo-like gated cross-attention layers, interleaved with the Transformer's, whose gate is closed
+at the start so that training begins from the language model. So block l (l = 0, k, 2k, ...;
+k = `cross_every`, 1 in the paper) comes after text block l (pre-LN self-attention and MLP, unchanged):
 
-    z = LN(x)                                                      (B, T, D)
+    z = LN_a(x)                                                    (B, T, D)
     a_nodes = MHA(q = z Wq, k/v = nodes Wk/Wv, real nodes only)    (B, T, h x hd)
     a_edges = MHA(q = z Wq', k/v = edges Wk'/Wv' over the N x N pairs (i, j), both real)
-    x = x + tanh(g_l) * W_o [a_nodes ; a_edges]                    g_l a scalar, initialised 0
+    x = x + tanh(alpha_l) * W_o [a_nodes ; a_edges]                concatenation + linear layer
+    x = x + tanh(beta_l) * FFN(LN_f(x))                            Eq. 3's feed-forward network
+
+alpha_l and beta_l are scalars initialised at 0. The equations omit residual connections, LayerNorms
+and where the gate acts: the residuals and pre-LayerNorms here are those of the text blocks (Eq. 1
+stands for such a block too), and the two tanh gates, one per sublayer, are those of Flamingo's
+gated cross-attention-dense block (the paper names one closed gate without saying what it covers;
+closing both is what keeps the text model intact at the start). The paper does not say whether each
+stream has its own feed-forward network before the concatenation; here the concatenated, projected
+contribution goes through one. `cross_ffn: false` drops the feed-forward sublayer (attention alone).
 
 With every gate at 0 the model computes exactly the text transformer (same parameter names for the
 shared parts: `tok_emb`, `blocks`, `norm_f`, `head`; the new ones live under `cross.<layer>`), so a
 text checkpoint loads into it with `load_text_weights`. `nodes_only` drops the edge stream (the
-`transnar-nodes-only` ablation); `cross_mlp` adds Flamingo's second, gated MLP sublayer, which the
-TransNAR paper does not describe (off by default).
+`transnar-nodes-only` ablation).
 
 Padded nodes (node_mask False) are hidden from both cross-attentions (a pair is real only if both
 its nodes are), so they never change a token's prediction; an example with no real node at all
@@ -57,10 +71,10 @@ class TransNARConfig:
     node_dim: int = 128  # Dn: the NAR's node embedding width (CLRS / Triplet-GMPNN hidden size 128)
     edge_dim: int = 128  # De: the NAR's edge embedding width (same hidden size)
     nodes_only: bool = False  # cross-attend to node embeddings only (on in the transnar-nodes-only ablation)
-    cross_every: int = 1  # a gated cross-attention before text layers 0, k, 2k, ...; Figure 3 interleaves every layer
+    cross_every: int = 1  # an Eq. 3 block after text layers 0, k, 2k, ...; the paper has one after every layer
     cross_heads: int | None = None  # None: the text model's heads
     cross_head_dim: int | None = None  # None: the text model's head width
-    cross_mlp: bool = False  # Flamingo's extra gated MLP sublayer; not in the TransNAR paper's description
+    cross_ffn: bool = True  # Eq. 3's feed-forward network after the cross-attention (false: the attention alone)
 
     def __post_init__(self) -> None:
         check_config(self, {"node_dim": 1, "edge_dim": 1, "cross_every": 1})
@@ -109,22 +123,24 @@ class CrossAttention(nn.Module):
 
 
 class GatedCrossAttention(nn.Module):
-    """x + tanh(gate) * W_o [attn(LN(x), nodes) ; attn(LN(x), edges)], the gate starting closed."""
+    """The paper's Eq. 3 after a text layer (module docstring): a gated cross-attention to the nodes and
+    edges, their contributions concatenated and projected, then a gated feed-forward network; both
+    gates start closed."""
 
-    def __init__(self, width: int, cfg: TransNARConfig, heads: int, head_dim: int):
+    def __init__(self, width: int, cfg: TransNARConfig, heads: int, head_dim: int, mlp_ratio: int):
         super().__init__()
-        self.norm = nn.LayerNorm(width)
+        self.norm_attn = nn.LayerNorm(width)
         self.nodes = CrossAttention(width, cfg.node_dim, heads, head_dim)
         self.edges = None if cfg.nodes_only else CrossAttention(width, cfg.edge_dim, heads, head_dim)
         streams = 1 if cfg.nodes_only else 2
-        self.out = nn.Linear(streams * heads * head_dim, width, bias=False)
-        self.gate = nn.Parameter(torch.zeros(()))  # tanh(0) = 0: training starts from the text model
-        if cfg.cross_mlp:
-            self.norm_mlp = nn.LayerNorm(width)
-            self.mlp = MLP(width, 4)
-            self.gate_mlp = nn.Parameter(torch.zeros(()))
+        self.out = nn.Linear(streams * heads * head_dim, width, bias=False)  # [nodes ; edges] -> D (paper, Section 4)
+        self.gate_attn = nn.Parameter(torch.zeros(()))  # tanh(0) = 0: training starts from the text model
+        if cfg.cross_ffn:
+            self.norm_ffn = nn.LayerNorm(width)
+            self.ffn = MLP(width, mlp_ratio)  # the text blocks' feed-forward shape (4 D GELU)
+            self.gate_ffn = nn.Parameter(torch.zeros(()))
         else:
-            self.mlp = None
+            self.ffn = None
 
     def keys_values(self, nodes: torch.Tensor, pairs: torch.Tensor | None) -> dict[str, tuple]:
         kv = {"nodes": self.nodes.keys_values(nodes)}
@@ -133,14 +149,18 @@ class GatedCrossAttention(nn.Module):
         return kv
 
     def forward(self, x: torch.Tensor, kv: dict[str, tuple], masks: dict[str, SourceMasks]) -> torch.Tensor:
-        z = self.norm(x)
+        z = self.norm_attn(x)  # (B, T, D): the text layer's output (the paper's Θ), normalized
         parts = [self.nodes(z, kv["nodes"], masks["nodes"])]
         if self.edges is not None:
             parts.append(self.edges(z, kv["edges"], masks["edges"]))
-        x = x + torch.tanh(self.gate) * self.out(torch.cat(parts, dim=-1))
-        if self.mlp is not None:
-            x = x + torch.tanh(self.gate_mlp) * self.mlp(self.norm_mlp(x))
+        x = x + torch.tanh(self.gate_attn) * self.out(torch.cat(parts, dim=-1))
+        if self.ffn is not None:
+            x = x + torch.tanh(self.gate_ffn) * self.ffn(self.norm_ffn(x))
         return x
+
+    def gates(self) -> dict[str, torch.Tensor]:
+        """The block's gate parameters by sublayer (tanh of each is the fraction let through)."""
+        return {"attn": self.gate_attn} if self.ffn is None else {"attn": self.gate_attn, "ffn": self.gate_ffn}
 
 
 @dataclass
@@ -152,14 +172,15 @@ class CrossContext:
 
 
 class TransNAR(TextTransformer):
-    """The text transformer interleaved with gated cross-attention to NAR embeddings."""
+    """The text transformer, each layer (every `cross_every`-th) followed by the paper's Eq. 3 block."""
 
     def __init__(self, text_cfg: TextTransformerConfig, cfg: TransNARConfig):
         super().__init__(text_cfg)
         self.nar_cfg = cfg
         heads = cfg.cross_heads if cfg.cross_heads is not None else text_cfg.heads
         head_dim = cfg.cross_head_dim if cfg.cross_head_dim is not None else text_cfg.head_dim
-        self.cross = nn.ModuleDict({str(layer): GatedCrossAttention(text_cfg.width, cfg, heads, head_dim)
+        self.cross = nn.ModuleDict({str(layer): GatedCrossAttention(text_cfg.width, cfg, heads, head_dim,
+                                                                    text_cfg.mlp_ratio)
                                     for layer in range(0, text_cfg.layers, cfg.cross_every)})
         for module in self.cross.modules():
             if isinstance(module, nn.Linear):
@@ -214,10 +235,10 @@ class TransNAR(TextTransformer):
     def _hidden(self, x: torch.Tensor, rope, mask: torch.Tensor | None, cache: KVCache | None,
                 context: CrossContext) -> torch.Tensor:
         for i, block in enumerate(self.blocks):
+            x = block(x, rope, mask, cache)  # Eq. 1: the text layer, self-attention then its MLP
             key = str(i)
-            if key in self.cross:
+            if key in self.cross:  # Eq. 3: cross-attention to the NAR, then a feed-forward network
                 x = self.cross[key](x, context.kv[key], context.masks)
-            x = block(x, rope, mask, cache)
         return self.norm_f(x)
 
     # --- public API: the text model's, plus the NAR embeddings ------------------------------------
@@ -242,5 +263,6 @@ class TransNAR(TextTransformer):
                                 nodes=nodes, edges=edges, node_mask=node_mask)
 
     def gates(self) -> dict[str, float]:
-        """tanh of every cross-attention gate, by layer (0 = closed): for logging how much the NAR is read."""
-        return {layer: float(torch.tanh(x.gate)) for layer, x in self.cross.items()}
+        """tanh of every gate, as "<layer>.attn" / "<layer>.ffn" (0 = closed): how much of the blocks gets through."""
+        return {f"{layer}.{name}": float(torch.tanh(g)) for layer, x in self.cross.items()
+                for name, g in x.gates().items()}

@@ -13,7 +13,8 @@ from relreason.models import kernels
 from relreason.models.processors import PROCESSORS
 from relreason.models.processors import et
 from relreason.models.processors.base import State
-from relreason.models.processors.et import EdgeTransformer, ETConfig, TriangularAttention, TriangularProduct
+from relreason.models.processors.et import (EdgeTransformer, EdgeTransformerLayer, ETConfig, TriangularAttention,
+                                            TriangularProduct)
 
 H = 8  # the network's hidden size in these tests
 
@@ -32,6 +33,10 @@ VARIANTS = {
     "attention_ablation": {"attention_ablation": True},
     "untied": {"tied": False},
     "no_carry": {"carry_state": False},
+    "post_norm": {"norm": "post"},
+    # Mueller et al.'s CLRS configuration (recipes/et.yaml), at the test width (= H, as edge_projection needs)
+    "mueller": {"tied": False, "ff_factor": 2, "norm": "pre_and_post", "carry_state": False,
+                "edge_projection": False, "graph_input": "nodes", "init": "haiku"},
 }
 
 
@@ -98,6 +103,122 @@ def test_triangular_attention_matches_loops(value_ablation, attention_ablation, 
         want = reference_triangular(att, e[0], mask[0])
     real = 2 if padded else 3
     assert torch.allclose(got[:real, :real], want[:real, :real], atol=1e-5)
+
+
+def layer_norm(x: torch.Tensor, norm: torch.nn.LayerNorm) -> torch.Tensor:
+    """LayerNorm over the last axis written out: (x - mean) / sqrt(biased variance + eps) * weight + bias."""
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + norm.eps) * norm.weight + norm.bias
+
+
+def reference_layer(layer: EdgeTransformerLayer, norm: str, e: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """One layer for one graph e (N, N, D), each placement written as its paper / code states it."""
+    def att(x):
+        return reference_triangular(layer.attention, x, mask)
+
+    def ffn(x):
+        return torch.relu(x @ layer.ffn_in.weight.T + layer.ffn_in.bias) @ layer.ffn_out.weight.T + layer.ffn_out.bias
+
+    if norm == "bergen":  # Bergen et al.'s clutrr/model.py: normalize the stream, then add the sub-block's output
+        e = layer_norm(e, layer.norm1)
+        e = e + att(e)
+        e = layer_norm(e, layer.norm2)
+        return e + ffn(e)
+    if norm == "post":  # post-LN: x = LN(x + attn(x)); x = LN(x + ffn(x))
+        e = layer_norm(e + att(e), layer.norm1)
+        return layer_norm(e + ffn(e), layer.norm2)
+    # Mueller et al.'s fork, norm_first_att: the attention reads LN(x), its residual adds to the raw x_in,
+    # then FFN(x_prior, x_upd): x = LN_aggregate(x_prior + x_upd); return LN(x + W2 relu(W1 x))
+    e = layer_norm(e + att(layer_norm(e, layer.norm0)), layer.norm1)
+    return layer_norm(e + ffn(e), layer.norm2)
+
+
+@pytest.mark.parametrize("norm", ["bergen", "post", "pre_and_post"])
+def test_layer_norm_placements_match_their_equations(norm):
+    torch.manual_seed(0)
+    layer = EdgeTransformerLayer(ETConfig(width=8, heads=2, ff_factor=2, norm=norm, dropout=0.0), 8)
+    with torch.no_grad():  # LayerNorms away from the identity, so each one's place shows in the output
+        for ln in (m for m in layer.modules() if isinstance(m, torch.nn.LayerNorm)):
+            ln.weight.uniform_(0.5, 1.5)
+            ln.bias.normal_()
+    assert (layer.norm0 is not None) == (norm == "pre_and_post")
+    e = torch.randn(1, 3, 3, 8) * 2 + 1
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    with torch.no_grad():
+        got = layer(e, mask)[0]
+        want = reference_layer(layer, norm, e[0], mask[0])
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_mueller_composer_is_their_concat_then_one_linear():
+    # Their ET_Processor: u_x = [node_fts_x, hidden_x, graph_fts] (use_graph_fts), z_xy = W [u_x, u_y] + b + edge_fts_xy
+    # (no map on the edges): our blocks must be that one matrix, split by input.
+    model = build(**VARIANTS["mueller"])
+    node_in, edge_in, graph_in, state, _, _ = inputs(n=4)
+    b, n = node_in.shape[:2]
+    w = torch.cat([model.from_sender.weight, model.from_state_sender.weight, model.from_graph_sender.weight,
+                   model.from_receiver.weight, model.from_state_receiver.weight, model.from_graph_receiver.weight], 1)
+    want = torch.empty(b, n, n, 8)
+    for i in range(b):
+        u = [torch.cat([node_in[i, x], state.node[i, x], graph_in[i]]) for x in range(n)]  # (3H,) per node
+        for x in range(n):
+            for y in range(n):
+                want[i, x, y] = w @ torch.cat([u[x], u[y]]) + model.from_sender.bias + edge_in[i, x, y]
+    with torch.no_grad():
+        got = model.compose(node_in, edge_in, graph_in, state)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_edge_projection_false_adds_the_encoded_edges_as_they_are():
+    node_in, edge_in, graph_in, state, _, _ = inputs()
+    delta = torch.randn(edge_in.shape, generator=torch.Generator().manual_seed(9))
+    with torch.no_grad():
+        for projection in (False, True):
+            model = build(edge_projection=projection)
+            assert (model.from_edge is None) == (not projection)
+            change = model.compose(node_in, edge_in + delta, graph_in, state) - model.compose(node_in, edge_in, graph_in, state)
+            torch.testing.assert_close(change, delta if not projection else model.from_edge(delta), rtol=1e-5, atol=1e-5)
+
+
+def test_graph_features_on_nodes_reach_a_pair_through_both_node_blocks():
+    # graph_input nodes: pair (x, y) gets W_gx g + W_gy g (g appended to u_x and u_y); pairs: one map W_g g.
+    node_in, edge_in, graph_in, state, _, _ = inputs()
+    delta = torch.randn(graph_in.shape, generator=torch.Generator().manual_seed(8))
+    with torch.no_grad():
+        for mode in ("nodes", "pairs"):
+            model = build(graph_input=mode)
+            change = model.compose(node_in, edge_in, graph_in + delta, state) - model.compose(node_in, edge_in, graph_in, state)
+            if mode == "nodes":
+                want = delta @ model.from_graph_sender.weight.T + delta @ model.from_graph_receiver.weight.T
+                assert not hasattr(model, "from_graph")
+            else:
+                want = delta @ model.from_graph.weight.T
+            torch.testing.assert_close(change, want[:, None, None, :].expand_as(change), rtol=1e-5, atol=1e-5)
+
+
+def test_haiku_init_is_truncated_normal_over_fan_in_with_zero_biases():
+    # Haiku's Linear default: truncated normal at +-2 std, std = 1/sqrt(fan_in), bias 0. The std of a normal
+    # truncated at +-2 sigma is 0.8796 sigma. The composer's blocks are one matrix of fan-in 2 x (H + D + H).
+    torch.manual_seed(0)
+    hidden = 96
+    model = PROCESSORS.get("et").build(ETConfig(heads=4, layers=2, tied=False, carry_state=False, ff_factor=2,
+                                                edge_projection=False, graph_input="nodes", init="haiku"), hidden)
+    truncated = math.sqrt(1 - 4 * math.exp(-2) / math.sqrt(2 * math.pi) / math.erf(2 / math.sqrt(2)))
+    composer = 6 * hidden
+    checked = 0
+    for name, module in model.named_modules():
+        if not isinstance(module, torch.nn.Linear):
+            continue
+        fan_in = composer if name.startswith("from_") else module.in_features
+        std = 1 / math.sqrt(fan_in)
+        w = module.weight.detach()
+        assert w.abs().max() <= 2 * std + 1e-7, name
+        assert abs(w.std().item() / (truncated * std) - 1) < 0.05, (name, w.std().item(), truncated * std)
+        if module.bias is not None:
+            assert torch.count_nonzero(module.bias) == 0, name
+        checked += 1
+    assert checked == 6 + 2 * 7 + 1  # 6 composer blocks, 2 untied layers of 5 attention + 2 FFN maps, readout
 
 
 @pytest.mark.parametrize("compiled", [False, True])  # eager chunked kernels / compiled fused loops
@@ -276,6 +397,10 @@ def test_bad_config_is_a_user_error():
         PROCESSORS.get("et").build(ETConfig(width=10, heads=4), H)
     with pytest.raises(RelreasonError, match="layers"):
         PROCESSORS.get("et").build(ETConfig(layers=0), H)
+    with pytest.raises(RelreasonError, match="model.hidden"):
+        PROCESSORS.get("et").build(ETConfig(width=16, heads=4, edge_projection=False), H)
+    with pytest.raises(RelreasonError, match="processor.norm"):
+        ETConfig(norm="pre")
 
 
 def test_learns_two_hop_sums():

@@ -247,6 +247,74 @@ def test_gat_heads_must_divide_the_width():
         build("gat", heads=3)
 
 
+# -- stacked layers (`processor.layers`, the RT authors' fork's `--num_layers`) ----------------------
+
+STACKABLE = ["mpnn", "pgn", "pgn_masked", "deepsets", "gat", "gatv2"]
+
+
+def fork_parameter_count(name: str, hidden: int, layers: int, heads: int = 1) -> int:
+    """Parameters of the RT authors' stacked processor (CameronDiao/relational-transformer 09f6469,
+    clrs/_src/base_modules/Basic_MPNN_jax.py and Basic_GAT_jax.py, hk.Linear with bias, LayerNorm with
+    scale and offset), written from their layers: layer 1 reads [node features, hidden] (2H), the
+    others the previous layer's output (H). Our GATv2 leaves out the per-head score biases (a constant
+    over the softmax axis), `heads` numbers per layer."""
+    H = hidden
+
+    def lin(i: int, o: int) -> int:
+        return i * o + o
+
+    def layer(z: int) -> int:
+        if name in ("gat", "gatv2"):
+            att = 2 * lin(z, heads) + 2 * lin(H, heads) if name == "gat" else 2 * lin(z, H) + 2 * lin(H, H) + H
+            return 2 * lin(z, H) + att + 2 * H  # values m, skip, attention, LayerNorm
+        # m_1, m_2, o1 read z; m_e, m_g, the two message-MLP layers and o2 read H; LayerNorm
+        return 3 * lin(z, H) + 5 * lin(H, H) + 2 * H
+
+    return layer(2 * H) + (layers - 1) * layer(H)
+
+
+@pytest.mark.parametrize("name", STACKABLE)
+@pytest.mark.parametrize("layers", [1, 3])
+def test_stacked_layers_have_the_rt_forks_parameters(name, layers):
+    heads = 2 if name.startswith("gat") else 1
+    kw = {"heads": heads} if heads > 1 else {}
+    p = build(name, layers=layers, **kw)
+    assert sum(t.numel() for t in p.parameters()) == fork_parameter_count(name, H, layers, heads)
+    if layers == 1:  # the CLRS processors' checkpoints are unchanged: no parameter of a stack
+        assert not any(k.startswith("stack.") for k in p.state_dict())
+
+
+@pytest.mark.parametrize("name", STACKABLE)
+def test_a_second_layer_reads_the_first_layers_output_alone(name):
+    """Two layers = the loop transcription of layer 1 on [node_in, hidden], then of layer 2 (its own
+    weights) on that output, with the same edge and graph features and neighbourhood."""
+    kw = {"heads": 2} if name.startswith("gat") else {}
+    p = build(name, layers=2, **kw)
+    node_in, edge_in, graph_in, state, adj, mask = random_inputs(2, 4, pad=1)
+    nothing = node_in[..., :0]  # (B, N, 0): z = the previous output alone
+    if name.startswith("gat"):
+        first = loop_gat(p, node_in, edge_in, graph_in, state.node, adj, mask, v2=name == "gatv2")
+        want = loop_gat(p.stack[0], first, edge_in, graph_in, nothing, adj, mask, v2=name == "gatv2")
+    else:
+        senders = {"mpnn": torch.ones_like(adj), "deepsets": torch.eye(4, dtype=torch.bool).expand_as(adj)}
+        allowed = senders.get(name, adj) & mask[:, :, None]
+        first, _ = loop_mpnn_update(p, node_in, edge_in, graph_in, state.node, allowed)
+        want, _ = loop_mpnn_update(p.stack[0], first, edge_in, graph_in, nothing, allowed)
+    out = p(node_in, edge_in, graph_in, state, adj, mask).node
+    real = mask[:, :, None]
+    torch.testing.assert_close(out * real, want * real)
+    reads = p.stack[0].values_skip if name.startswith("gat") else p.stack[0].m1
+    assert reads.in_features == H  # not [node_in, hidden]
+
+
+def test_layers_must_be_positive_and_triplet_gmpnn_has_one():
+    for name in ("mpnn", "gat"):
+        with pytest.raises(RelreasonError, match="processor.layers"):
+            build(name, layers=0)
+    with pytest.raises(RelreasonError, match="processor.layers"):
+        build("triplet_gmpnn", layers=2)
+
+
 # -- generic properties of every processor in gnn.py ------------------------------------------------
 
 def edge_dim(name: str) -> int:

@@ -1,7 +1,10 @@
-"""TransNAR: closed gates are exactly the text model, padded nodes never matter, gradients reach the
-gates and the cross-attention, the N^2 edge stream stays within its memory bound, decoding is cached."""
+"""TransNAR: one layer equals a hand-written Eq. 3 (the paper's cross-attention block after the text
+layer), closed gates are exactly the text model, padded nodes never matter, gradients reach the gates
+and the cross-attention, the N^2 edge stream stays within its memory bound, decoding is cached."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 import torch
@@ -9,13 +12,13 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from relreason.errors import RelreasonError
 from relreason.models.text.tokenizer import CharTokenizer
-from relreason.models.text.transformer import TextTransformer, TextTransformerConfig, random_positions
+from relreason.models.text.transformer import TextTransformer, TextTransformerConfig, random_positions, rope_tables
 from relreason.models.text.transnar import CrossAttention, TransNAR, TransNARConfig
 
 TOK = CharTokenizer.default()
 TEXT = dict(layers=3, width=32, heads=4, context=128, max_position=512)
 VARIANTS = {"default": {}, "nodes_only": {"nodes_only": True}, "every_2nd": {"cross_every": 2},
-            "cross_mlp": {"cross_mlp": True}, "own_width": {"cross_heads": 2, "cross_head_dim": 6}}
+            "no_ffn": {"cross_ffn": False}, "own_width": {"cross_heads": 2, "cross_head_dim": 6}}
 
 
 def build(**nar) -> tuple[TextTransformer, TransNAR]:
@@ -42,9 +45,74 @@ def text_batch():
 def open_gates(model: TransNAR, value: float = 0.7) -> None:
     with torch.no_grad():
         for x in model.cross.values():
-            x.gate.fill_(value)
-            if x.mlp is not None:
-                x.gate_mlp.fill_(value)
+            for gate in x.gates().values():
+                gate.fill_(value)
+
+
+def layer_norm(x: torch.Tensor, norm) -> torch.Tensor:
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + norm.eps) * norm.weight + norm.bias
+
+
+def attend(z: torch.Tensor, attention, source: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
+    """softmax((z Q×)(G K×)^T / sqrt(d_k)) G V× head by head and example by example, over the real keys
+    only; z (B, T, D) queries, source (B, S, Ds) keys/values, real (B, S). Returns (B, T, heads x hd)."""
+    h, hd = attention.heads, attention.head_dim
+    w_k, w_v = attention.kv.weight[:h * hd], attention.kv.weight[h * hd:]  # keys first, then values
+    rows = []
+    for b in range(z.shape[0]):
+        heads = []
+        for i in range(h):
+            cut = slice(i * hd, (i + 1) * hd)
+            q, k, v = z[b] @ attention.q.weight[cut].T, source[b] @ w_k[cut].T, source[b] @ w_v[cut].T
+            scores = (q @ k.T / math.sqrt(hd)).masked_fill(~real[b], float("-inf"))  # (T, S)
+            heads.append(torch.softmax(scores, dim=-1) @ v)  # (T, hd)
+        rows.append(torch.cat(heads, dim=-1))
+    return torch.stack(rows)
+
+
+def eq3_by_hand(block, theta: torch.Tensor, nodes, edges, node_mask) -> torch.Tensor:
+    """Bounsi et al. 2024, Eq. 3 on the text layer's output Θ, written out: cross-attention to the nodes
+    and (the same again) to the N^2 flattened edges, the two concatenated and put through a linear
+    layer, added to Θ through tanh of the attention gate; then the feed-forward network, added through
+    tanh of its own gate."""
+    z = layer_norm(theta, block.norm_attn)
+    parts = [attend(z, block.nodes, nodes, node_mask)]
+    if block.edges is not None:
+        b, n = node_mask.shape
+        pairs = (node_mask[:, :, None] & node_mask[:, None, :]).reshape(b, n * n)
+        parts.append(attend(z, block.edges, edges.reshape(b, n * n, -1), pairs))
+    x = theta + torch.tanh(block.gate_attn) * (torch.cat(parts, dim=-1) @ block.out.weight.T)
+    if block.ffn is None:
+        return x
+    hidden = layer_norm(x, block.norm_ffn) @ block.ffn.fc.weight.T
+    gelu = 0.5 * hidden * (1 + torch.erf(hidden / math.sqrt(2)))
+    return x + torch.tanh(block.gate_ffn) * (gelu @ block.ffn.proj.weight.T)
+
+
+@pytest.mark.parametrize("variant", ["default", "nodes_only", "no_ffn"])
+def test_one_layer_is_the_text_layer_then_eq3_written_by_hand(variant):
+    torch.manual_seed(0)
+    cfg = TextTransformerConfig(**{**TEXT, "layers": 1})
+    model = TransNAR(cfg, TransNARConfig(node_dim=12, edge_dim=10, **VARIANTS[variant])).eval()
+    (block,) = model.cross.values()
+    with torch.no_grad():  # no parameter at its initial value: norms, gates and weights all matter
+        for p in block.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+        block.gate_attn.fill_(0.6)
+        if block.ffn is not None:
+            block.gate_ffn.fill_(-0.4)
+    batch, pos = text_batch()
+    inputs = nar_inputs(real=(3, 5))
+    with torch.no_grad():
+        got = model(batch.tokens, pos, batch.pad_mask, **inputs)
+        rope = rope_tables(pos, cfg.head_dim, cfg.rope_base)
+        theta = model.blocks[0](model.tok_emb(batch.tokens), rope, None, None)  # Eq. 1: the text layer
+        edges = None if block.edges is None else inputs["edges"]
+        x = eq3_by_hand(block, theta, inputs["nodes"], edges, inputs["node_mask"])
+        want = model.head(model.norm_f(x))
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
@@ -64,7 +132,7 @@ def test_shared_parameters_keep_the_text_models_names():
     text, model = build()
     text_keys, keys = set(text.state_dict()), set(model.state_dict())
     assert text_keys < keys and all(k.startswith("cross.") for k in keys - text_keys)
-    assert sorted(model.cross) == ["0", "1", "2"]  # TransNAR interleaves every layer by default
+    assert sorted(model.cross) == ["0", "1", "2"]  # an Eq. 3 block after every text layer by default
     assert sorted(build(cross_every=2)[1].cross) == ["0", "2"]
     # a TransNAR built with the same seed starts from the same text weights as the text model
     torch.manual_seed(0)
@@ -91,7 +159,7 @@ def test_padded_nodes_never_change_a_prediction(variant):
 
 
 def test_an_example_without_real_nodes_reads_nothing_and_makes_no_nan():
-    text, model = build()
+    text, model = build(cross_ffn=False)  # the cross-attention alone: nothing but the NAR is added to the text model
     open_gates(model)
     batch, pos = text_batch()
     inputs = nar_inputs(real=(0, 5))
@@ -101,6 +169,15 @@ def test_an_example_without_real_nodes_reads_nothing_and_makes_no_nan():
     assert torch.isfinite(got).all()
     torch.testing.assert_close(got[0], expected[0], rtol=0, atol=1e-6)  # zero contribution from the NAR
     assert not torch.allclose(got[1], expected[1])
+    _, model = build()  # with Eq. 3's feed-forward network: row 0 still ignores whatever its padded nodes hold
+    open_gates(model)
+    other = {**inputs, "nodes": inputs["nodes"] + 5.0, "edges": -inputs["edges"]}
+    with torch.no_grad():
+        got = model(batch.tokens, pos, batch.pad_mask, **inputs)
+        moved = model(batch.tokens, pos, batch.pad_mask, **other)
+    assert torch.isfinite(got).all()
+    torch.testing.assert_close(moved[0], got[0], rtol=0, atol=1e-6)
+    assert not torch.allclose(moved[1], got[1])
     loss = model.loss(batch.tokens, pos, batch.target_mask, batch.pad_mask, **inputs)
     loss.backward()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
@@ -117,8 +194,8 @@ def test_gradients_reach_the_gates_and_then_the_cross_attention():
 
     closed = grads()
     for name, grad in closed.items():
-        if name.endswith(".gate"):
-            assert grad.abs() > 0  # the closed gate still learns whether to open
+        if name.endswith((".gate_attn", ".gate_ffn")):
+            assert grad.abs() > 0  # a closed gate still learns whether to open
         else:
             assert grad is None or torch.count_nonzero(grad) == 0  # tanh(0) = 0 blocks the rest
     open_gates(model, 0.5)

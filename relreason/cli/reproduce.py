@@ -1,0 +1,150 @@
+"""`relreason reproduce TABLE` (a paper's table at its protocol, ours beside the published figures) and
+`relreason results` (result files under results/ and RESULTS.md, generated from finished cells)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+
+from relreason.cli.ablate import parse_shard, report_study
+from relreason.cli.common import JsonOpt, err, out, report_errors
+from relreason.cli.train import RecipeOpt, SetOpt
+from relreason.errors import RelreasonError
+
+
+@report_errors
+def reproduce_cmd(
+    table: Annotated[Optional[str], typer.Argument(help="Table name, see `relreason reproduce --list`.",
+                                                   show_default=False)] = None,
+    list_tables: Annotated[bool, typer.Option("--list", help="List the tables with their cells and measured costs.")] = False,
+    models: Annotated[Optional[str], typer.Option("--models", help="Comma list of the table's models to run.",
+                                                  show_default="every column")] = None,
+    tasks: Annotated[Optional[str], typer.Option("--tasks", help="Comma-separated tasks or groups.",
+                                                 show_default="the table's")] = None,
+    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per cell (the papers ran 3 to 20).")] = 3,
+    recipe: RecipeOpt = None,
+    sets: SetOpt = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Where cells and tables are written.")] = Path("reproduce"),
+    rerun_stale: Annotated[bool, typer.Option("--rerun-stale", help="Move cells computed under another "
+                                              "configuration aside and train them again.")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", help="Train this many cells at once, in worker processes.")] = 1,
+    shard: Annotated[Optional[str], typer.Option("--shard", help="I/K: train only cells I, I+K, ... (1-based), "
+                                                 "for K machines sharing --out.", show_default="every cell")] = None,
+    no_train: Annotated[bool, typer.Option("--no-train", help="Train nothing: print the table of the cells "
+                                           "finished so far.")] = False,
+    costs: Annotated[Path, typer.Option("--costs", help="Measured cell costs (scripts/bench_reproduce.py).")] =
+    Path("results/costs.json"),
+    as_json: JsonOpt = False,
+) -> None:
+    """Reproduce a published table: run its cells at the paper's protocol (resumable) and print ours
+    (mean ± sample std, seeds) beside the published figure, the difference and whether the published
+    mean lies in our 95% interval. Cells under another recipe or a protocol-changing --set are
+    printed but marked not comparable.
+
+    Examples:\n
+      relreason reproduce --list\n
+      relreason reproduce rt-table19 --models rt --tasks bellman_ford --seeds 1 --recipe quick\n
+      relreason reproduce clrs30 --models mpnn --tasks bellman_ford --seeds 3 --jobs 2\n
+      relreason reproduce ibarz2022 --tasks core8 --seeds 3 --shard $SLURM_ARRAY_TASK_ID/8
+    """
+    from relreason.study import run_study
+    from relreason.tables import TABLES
+    from relreason.tasks import expand_tasks
+
+    if list_tables:
+        if table is not None:
+            raise RelreasonError("--list takes no table name", "relreason reproduce --list")
+        _list(costs, as_json)
+        return
+    if table is None:
+        raise RelreasonError("which table?", "give a table name (relreason reproduce --list shows them)")
+    study = TABLES.get(table)
+    if int(os.environ.get("WORLD_SIZE") or 1) > 1:
+        raise RelreasonError("reproduce starts its own processes; it does not run under torchrun",
+                             "run it directly, with --jobs N (one machine) or --shard I/K (several)")
+    model_list = [m.strip() for m in models.split(",") if m.strip()] if models is not None else None
+    if model_list is not None and not model_list:
+        raise RelreasonError(f"--models {models!r} names no model", "e.g. --models rt,mpnn")
+    task_list = expand_tasks(tasks if tasks is not None else study.tasks)
+    result = run_study(study, task_list, seeds, recipe, out_dir, sets, rerun_stale=rerun_stale,
+                       log=lambda m: err.print(escape(m), highlight=False), jobs=jobs,
+                       shard=parse_shard(shard) if shard is not None else None, models=model_list,
+                       train=not no_train)
+    report_study(result, Path(out_dir) / "tables" / table, study.description, as_json)
+
+
+def _list(costs: Path, as_json: bool) -> None:
+    from relreason.tables import TABLES
+    from relreason.tasks import expand_tasks
+
+    measured = {}
+    if costs.is_file():
+        try:
+            measured = json.loads(costs.read_text())
+        except (OSError, ValueError):
+            raise RelreasonError(f"{costs} is not a readable costs file",
+                                 "measure again: python scripts/bench_reproduce.py") from None
+    rows = []
+    for name, study in TABLES.items():
+        tasks = expand_tasks(study.tasks)
+        seeds = sorted({p.seeds for p in [*study.figures.values(), *study.averages.values()] if p.seeds})
+        entry = measured.get(name) or {}
+        cells = entry.get("cells") or {}
+        cost = "not measured (scripts/bench_reproduce.py)"
+        if cells:
+            lo = min(cells.items(), key=lambda kv: kv[1]["seconds"])
+            hi = max(cells.items(), key=lambda kv: kv[1]["seconds"])
+            cost = (f"{_hours(lo[1]['seconds'])} ({lo[0]}) to {_hours(hi[1]['seconds'])} ({hi[0]}), "
+                    f"{len(cells)} cell(s) measured on {entry.get('hardware', '?')}")
+        rows.append({"table": name, "what": study.description, "columns": len(study.variants), "tasks": len(tasks),
+                     "cells per seed": len(study.variants) * len(tasks),
+                     "paper seeds": ", ".join(map(str, seeds)) or "-", "one cell (measured)": cost,
+                     "measured": cells})
+    if as_json:
+        out.print_json(json.dumps({"tables": rows}))
+        return
+    from rich.table import Table
+
+    t = Table(title="published tables (relreason reproduce TABLE; cells per seed = columns x tasks)")
+    for column in ("table", "what", "cells per seed", "paper seeds", "one cell (measured, 1 thread)"):
+        t.add_column(column, no_wrap=column == "table", justify="right" if column in ("cells per seed",
+                                                                                       "paper seeds") else "left")
+    for r in rows:
+        t.add_row(r["table"], r["what"], str(r["cells per seed"]), r["paper seeds"], r["one cell (measured)"])
+    out.print(t, highlight=False, markup=False)
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
+
+
+@report_errors
+def results_cmd(
+    source: Annotated[Path, typer.Option("--from", help="The reproduce output whose finished cells are collected.")] =
+    Path("reproduce"),
+    results: Annotated[Path, typer.Option("--results", help="Where the result files are kept (committed).")] =
+    Path("results"),
+    markdown: Annotated[Path, typer.Option("--md", help="The generated report.")] = Path("RESULTS.md"),
+    collect: Annotated[bool, typer.Option("--collect/--no-collect", help="Copy finished cells' results into "
+                                          "--results first.")] = True,
+) -> None:
+    """Collect the finished cells of `relreason reproduce` into result files and generate RESULTS.md
+    from them: every table with results, ours beside the published figure, and per cell the command,
+    the hardware and the wall time.
+
+    Examples:\n
+      relreason results\n
+      relreason results --no-collect --md RESULTS.md
+    """
+    from relreason.results import collect_results, write_report
+
+    if collect:
+        copied = collect_results(source, results)
+        err.print(f"{len(copied)} result file(s) written under {results}", highlight=False)
+    n = write_report(results, markdown)
+    err.print(f"{markdown}: {n} table(s) with results", highlight=False)

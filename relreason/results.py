@@ -1,0 +1,173 @@
+"""Result files and RESULTS.md: our numbers beside the papers', generated from finished cells, never typed.
+
+    relreason results            # collect reproduce/cells/**/run/results.json, then write RESULTS.md
+
+`collect_results` copies each finished cell of `relreason reproduce` (its run's results.json: scores,
+resolved config, command, hardware, wall time) to `results/cells/<model>/<setting>/<task>/seed<k>.json`,
+the files the repository commits, and records how far every unfinished cell got under
+`results/progress/` (same layout). `write_report` reads only those files: for every published table
+(relreason.tables) that has results, the table as `relreason reproduce` prints it (ours as mean ±
+sample std with seed counts, the published figure, the difference, whether the published mean lies in
+our 95% interval, cells that are not the paper's protocol marked so), then each cell's command,
+hardware and wall time, and the cells still in progress with how far they got.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from relreason.config import build_config
+from relreason.errors import RelreasonError
+from relreason.study import Study, result_identity, study_table
+
+CELLS, PROGRESS = "cells", "progress"
+
+
+def _write(path: Path, data: dict) -> bool:
+    """Writes `data` as JSON atomically; False when the file already holds exactly that."""
+    from relreason.data.store import atomic_path
+
+    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
+    if path.is_file() and path.read_text() == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+    return True
+
+
+def collect_results(source: Path, results: Path) -> list[Path]:
+    """Copies the finished cells under `source`/cells into `results`/cells and the state of the
+    unfinished ones into `results`/progress; returns the files written (unchanged ones are not)."""
+    root = Path(source) / CELLS
+    if not root.is_dir():
+        raise RelreasonError(f"{root} holds no cells", "run `relreason reproduce TABLE` first (or give --from)")
+    written = []
+    for run in sorted(root.glob("*/*/*/seed*/run")):
+        rel = run.parent.relative_to(root)  # <model>/<setting>/<task>/seed<k>
+        done = run / "results.json"
+        if done.is_file():
+            data = json.loads(done.read_text())
+            if _write(Path(results) / CELLS / f"{rel}.json", data):
+                written.append(Path(results) / CELLS / f"{rel}.json")
+            (Path(results) / PROGRESS / f"{rel}.json").unlink(missing_ok=True)
+            continue
+        state = run / "last" / "trainer_state.json"
+        if not state.is_file():
+            continue
+        st = json.loads(state.read_text())
+        cfg = json.loads((run / "config.json").read_text())
+        record = {"examples": st.get("examples"), "train_examples": cfg["config"]["train"]["train_examples"],
+                  "best_val": st.get("best_val"), "seconds": round(st.get("seconds") or 0.0, 1),
+                  "hardware": st.get("hardware") or [], "command": cfg.get("command"), "config": cfg["config"]}
+        if _write(Path(results) / PROGRESS / f"{rel}.json", record):
+            written.append(Path(results) / PROGRESS / f"{rel}.json")
+    return written
+
+
+def _files(results: Path, kind: str) -> list[tuple[tuple[str, str, str, int], dict]]:
+    """((model, setting, task, seed), data) of every result file of `kind` (cells or progress)."""
+    out = []
+    for path in sorted((Path(results) / kind).glob("*/*/*/seed*.json")):
+        model, setting, task = path.parts[-4:-1]
+        out.append(((model, setting, task, int(path.stem[4:])), json.loads(path.read_text())))
+    return out
+
+
+def _protocol_identity(study: Study, variant, task: str, seed: int) -> dict:
+    cfg = build_config(variant.model, task, variant.recipe, {"train": {"seed": seed}},
+                       ablation=(study.name, variant.delta))
+    return result_identity(cfg.to_dict())
+
+
+def table_result(study: Study, files: list[tuple[tuple, dict]]) -> dict | None:
+    """The study's result (as relreason.study.run_study returns it) from collected result files:
+    the cells of its columns (model and delta; any recipe) on its tasks. A cell whose config is not
+    the column's protocol is kept and marked not comparable. None when the table has no cell."""
+    from relreason.study import delta_slug
+    from relreason.tasks import expand_tasks
+
+    tasks = expand_tasks(study.tasks)
+    records = []
+    for v in study.variants:
+        slug = f"+{delta_slug(v.delta)}" if v.delta else ""
+        for (model, setting, task, seed), data in files:
+            if model != v.model or task not in tasks or not (setting.endswith(slug) if slug else "+" not in setting):
+                continue
+            why = [v.caveat] if v.caveat else []
+            if result_identity(data.get("config") or {}) != _protocol_identity(study, v, task, seed):
+                why.append(f"recipe {data.get('recipe')}" + (f" ({data['deviation']})" if data.get("deviation") else "")
+                           + ", not the paper's protocol")
+            if task in study.not_comparable:
+                why.append(study.not_comparable[task])
+            records.append({"variant": v.label, "model": model, "task": task, "seed": seed,
+                            "score": data["test"]["score"], "comparable": not why, "why_not": "; ".join(why),
+                            "seconds": data.get("seconds"), "hardware": data.get("hardware") or [],
+                            "command": data.get("command"), "examples": data.get("examples"),
+                            "reproduce": f"relreason reproduce {study.name} --models {model} --tasks {task} "
+                                         f"--seeds {seed + 1}",
+                            "recipe": data.get("recipe"), "relreason": data.get("relreason")})
+    if not records:
+        return None
+    used_tasks = [t for t in tasks if any(r["task"] == t for r in records)]
+    used = [v.label for v in study.variants if any(r["variant"] == v.label for r in records)]
+    return {"study": study.name, "variants": used, "tasks": used_tasks, "cells": records, "missing": [],
+            "seeds": max(len([r for r in records if r["variant"] == v and r["task"] == t])
+                         for v in used for t in used_tasks),
+            "figures": [{"variant": v, "task": t, "mean": p.mean, "std": p.std, "seeds": p.seeds}
+                        for (v, t), p in study.figures.items() if v in used and t in used_tasks],
+            "averages": [{"variant": v, "mean": p.mean, "std": p.std, "seeds": p.seeds}
+                         for v, p in study.averages.items() if v in used and used_tasks == tasks],
+            "lower_is_better": False}
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+
+
+def write_report(results: Path, markdown: Path) -> int:
+    """Writes RESULTS.md from the result files under `results`; returns how many tables it shows."""
+    from relreason.data.store import atomic_path
+    from relreason.eval.report import render
+    from relreason.tables import TABLES
+
+    files, progress = _files(results, CELLS), _files(results, PROGRESS)
+    lines = ["# Results", "",
+             "Generated by `relreason results` from the result files under `results/` (one per finished cell of",
+             "`relreason reproduce`); never edited by hand. Ours: OOD test score (%) as mean ± sample std (ddof 1)",
+             "over our seeds, \"k of n\" where the paper ran n seeds; \"paper in our 95% CI\": whether the published",
+             "mean lies inside Student's t 95% interval of our mean. A cell that is not the paper's protocol is shown",
+             "but marked not comparable, and never compared.", ""]
+    shown = 0
+    for name, study in TABLES.items():
+        result = table_result(study, files)
+        if result is None:
+            continue
+        shown += 1
+        rows, columns = study_table(result)
+        lines += [f"## {name}: {study.description}", "", f"Paper: {study.source}." +
+                  (f" {study.note[:1].upper()}{study.note[1:]}." if study.note else ""), "",
+                  render(rows, columns, "md"), "| model | task | seed | score | wall time | hardware | reproduce it with "
+                  "| its last session ran |", "|---|---|---|---|---|---|---|---|"]
+        for r in sorted(result["cells"], key=lambda r: (r["task"], r["variant"], r["seed"])):
+            lines.append(f"| {r['variant']} | {r['task']} | {r['seed']} | {100 * r['score']:.2f} | "
+                         f"{_duration(r['seconds'])} | {'; '.join(r['hardware']) or 'not recorded'} | "
+                         f"`{r['reproduce']}` | `{r['command'] or '?'}` |")
+        lines.append("")
+    if progress:
+        lines += ["## In progress", "", "Cells started but not finished (resumed by the same `relreason reproduce` "
+                  "command): how far each got.", "", "| model | setting | task | seed | examples | best validation "
+                  "| wall time so far | hardware |", "|---|---|---|---|---|---|---|---|"]
+        for (model, setting, task, seed), p in progress:
+            best = "-" if p.get("best_val") is None else f"{100 * p['best_val']:.2f}"
+            lines.append(f"| {model} | {setting} | {task} | {seed} | {p['examples']:,} of {p['train_examples']:,} "
+                         f"| {best} | {_duration(p.get('seconds'))} | {'; '.join(p.get('hardware') or []) or '?'} |")
+        lines.append("")
+    if not shown and not progress:
+        lines += ["No results yet: run `relreason reproduce TABLE`, then `relreason results`.", ""]
+    with atomic_path(Path(markdown)) as tmp:
+        tmp.write_text("\n".join(lines))
+    return shown

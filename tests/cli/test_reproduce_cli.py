@@ -1,0 +1,51 @@
+"""`relreason reproduce`: the published tables as a command, ours beside the paper's figures."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from relreason.cli.main import app
+from relreason.study import plan_cells
+from relreason.tables import TABLES
+
+runner = CliRunner()
+WIDE = {"COLUMNS": "400"}  # rich wraps tables to the terminal: keep each row on one line
+
+
+def test_list_shows_every_table_with_its_cells_and_measured_cost(tmp_path):
+    costs = tmp_path / "costs.json"
+    costs.write_text(json.dumps({"rt-table19": {"hardware": "Test CPU", "cells": {
+        "rt on bellman_ford": {"seconds": 13320.0}, "mpnn on bellman_ford": {"seconds": 1500.0}}}}))
+    res = runner.invoke(app, ["reproduce", "--list", "--costs", str(costs)], env=WIDE)
+    assert res.exit_code == 0, res.output
+    for name in TABLES.names():
+        assert name in res.output
+    assert "25 min (mpnn on bellman_ford) to 3.7 h (rt on bellman_ford)" in res.output
+    assert "210" in res.output  # rt-table19: 7 models x 30 algorithms per seed
+    data = json.loads(runner.invoke(app, ["reproduce", "--list", "--costs", str(costs), "--json"]).stdout)
+    assert [t["table"] for t in data["tables"]] == TABLES.names()
+
+
+def test_a_quick_cell_prints_beside_the_published_figure_marked_not_comparable(tmp_path):
+    (cell,) = plan_cells(TABLES.get("rt-table19"), ["bellman_ford"], 1, "quick", tmp_path, [], ["rt"])
+    cell.run_dir.mkdir(parents=True)
+    (cell.run_dir / "results.json").write_text(json.dumps({
+        "config": cell.config.to_dict(), "test": {"score": 0.9123}, "best_val": 0.95, "examples": 2400,
+        "recipe": "quick", "seconds": 150.0, "hardware": ["Test CPU"], "command": "relreason reproduce ..."}))
+    res = runner.invoke(app, ["reproduce", "rt-table19", "--models", "rt", "--tasks", "bellman_ford", "--seeds", "1",
+                              "--recipe", "quick", "--out", str(tmp_path)], env=WIDE)
+    assert res.exit_code == 0, res.output  # the finished cell is read back: nothing trains
+    row = next(line for line in res.stdout.splitlines() if "bellman_ford" in line)
+    assert "91.23" in row and "94.24 ± 1.50 (20 seeds)" in row and "not comparable: recipe quick" in row
+    assert (tmp_path / "tables" / "rt-table19" / "results.md").is_file()
+
+
+def test_unknown_table_and_model_are_one_line_errors(tmp_path):
+    res = runner.invoke(app, ["reproduce", "rt-table20", "--out", str(tmp_path)])
+    assert res.exit_code == 1 and "unknown table 'rt-table20'" in res.output and "rt-table19" in res.output
+    res = runner.invoke(app, ["reproduce", "clrs30", "--models", "rt", "--out", str(tmp_path)])
+    assert res.exit_code == 1 and "not a column of clrs30" in res.output
+    res = runner.invoke(app, ["reproduce", "--out", str(tmp_path)])
+    assert res.exit_code == 1 and "which table" in res.output

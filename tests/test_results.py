@@ -1,0 +1,63 @@
+"""Result files and RESULTS.md are generated from finished cells (relreason.results), never typed."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from relreason.cli.main import app
+from relreason.results import collect_results, write_report
+from relreason.study import plan_cells
+from relreason.tables import TABLES
+
+
+def _finish(cell, score: float, seconds: float = 3600.0, threads: int = 1) -> None:
+    """A finished cell as `train` leaves it: results.json with the resolved config, hardware and time."""
+    cfg = cell.config.to_dict()
+    cfg["train"]["threads"] = threads
+    cell.run_dir.mkdir(parents=True)
+    (cell.run_dir / "results.json").write_text(json.dumps({
+        "config": cfg, "test": {"score": score}, "seconds": seconds, "examples": cfg["train"]["train_examples"],
+        "recipe": cell.config.recipe, "hardware": ["Test CPU (2 cores), 1 torch thread, cpu"], "best_val": 0.99,
+        "command": f"relreason reproduce ibarz2022 --tasks {cell.task}", "relreason": "0.1.0"}))
+
+
+def test_results_md_shows_ours_beside_the_paper_with_hardware_time_and_progress(tmp_path):
+    study = TABLES.get("ibarz2022")
+    for cell, score in zip(plan_cells(study, ["bellman_ford"], 3, None, tmp_path / "rep", []), (0.97, 0.975, 0.98)):
+        _finish(cell, score)
+    (quick,) = plan_cells(study, ["bfs"], 1, "quick", tmp_path / "rep", [])
+    _finish(quick, 0.5, seconds=120)
+    (partial,) = plan_cells(study, ["dfs"], 1, None, tmp_path / "rep", [])
+    (partial.run_dir / "last").mkdir(parents=True)
+    (partial.run_dir / "last" / "trainer_state.json").write_text(json.dumps(
+        {"examples": 96000, "best_val": 0.5, "seconds": 1800.0, "hardware": ["Test CPU"]}))
+    (partial.run_dir / "config.json").write_text(json.dumps({"config": partial.config.to_dict(), "command": "c"}))
+
+    written = collect_results(tmp_path / "rep", tmp_path / "results")
+    assert len(written) == 5 and (tmp_path / "results" / "cells" / "triplet_gmpnn" / "triplet_gmpnn" / "bellman_ford"
+                                  / "seed2.json").is_file()
+    assert collect_results(tmp_path / "rep", tmp_path / "results") == []  # nothing changed: nothing rewritten
+    assert write_report(tmp_path / "results", tmp_path / "RESULTS.md") == 1
+    md = (tmp_path / "RESULTS.md").read_text()
+    # 97.50 ± 0.50 over 3 seeds; t(0.975, 2) = 4.303: 97.50 ± 1.24 holds the paper's 97.39
+    assert "| bellman_ford | triplet-gmpnn | 97.50 ± 0.50 | 3 of 10 | 97.39 ± 0.19 (10 seeds) | +0.11 | yes |" in md
+    assert "| bfs | triplet-gmpnn | 50.00 | 1 of 10 | 99.73 ± 0.04 (10 seeds) | - | not comparable: recipe quick" in md
+    assert ("| triplet-gmpnn | bellman_ford | 2 | 98.00 | 1.00 h | Test CPU (2 cores), 1 torch thread, cpu | "
+            "`relreason reproduce ibarz2022 --models triplet_gmpnn --tasks bellman_ford --seeds 3` | "
+            "`relreason reproduce ibarz2022 --tasks bellman_ford` |") in md
+    assert "| triplet_gmpnn | triplet_gmpnn | dfs | 0 | 96,000 of 320,000 | 50.00 | 30.0 min | Test CPU |" in md
+
+
+def test_results_command_writes_the_report(tmp_path):
+    study = TABLES.get("ibarz2022")
+    (cell,) = plan_cells(study, ["bfs"], 1, None, tmp_path / "rep", [])
+    _finish(cell, 0.99)
+    res = CliRunner().invoke(app, ["results", "--from", str(tmp_path / "rep"), "--results", str(tmp_path / "res"),
+                                   "--md", str(tmp_path / "R.md")])
+    assert res.exit_code == 0, res.output
+    assert "| bfs | triplet-gmpnn | 99.00 | 1 of 10 | 99.73 ± 0.04 (10 seeds) | -0.73 | one seed: no interval |" in \
+        (tmp_path / "R.md").read_text()
+    missing = CliRunner().invoke(app, ["results", "--from", str(tmp_path / "nothing")])
+    assert missing.exit_code == 1 and "holds no cells" in missing.output
