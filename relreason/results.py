@@ -140,7 +140,9 @@ def write_report(results: Path, markdown: Path) -> int:
              "`relreason reproduce`); never edited by hand. Ours: OOD test score (%) as mean ± sample std (ddof 1)",
              "over our seeds, \"k of n\" where the paper ran n seeds; \"paper in our 95% CI\": whether the published",
              "mean lies inside Student's t 95% interval of our mean. A cell that is not the paper's protocol is shown",
-             "but marked not comparable, and never compared.", ""]
+             "but marked not comparable, and never compared. Wall time: as the run measured it (training, validations",
+             "and the final test, summed over its sessions), on the hardware named, which other work may have shared.",
+             ""]
     shown = 0
     for name, study in TABLES.items():
         result = table_result(study, files)

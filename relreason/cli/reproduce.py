@@ -89,7 +89,7 @@ def _list(costs: Path, as_json: bool) -> None:
         except (OSError, ValueError):
             raise RelreasonError(f"{costs} is not a readable costs file",
                                  "measure again: python scripts/bench_reproduce.py") from None
-    rows = []
+    rows, machines = [], set()
     for name, study in TABLES.items():
         tasks = expand_tasks(study.tasks)
         seeds = sorted({p.seeds for p in [*study.figures.values(), *study.averages.values()] if p.seeds})
@@ -99,8 +99,9 @@ def _list(costs: Path, as_json: bool) -> None:
         if cells:
             lo = min(cells.items(), key=lambda kv: kv[1]["seconds"])
             hi = max(cells.items(), key=lambda kv: kv[1]["seconds"])
-            cost = (f"{_hours(lo[1]['seconds'])} ({lo[0]}) to {_hours(hi[1]['seconds'])} ({hi[0]}), "
-                    f"{len(cells)} cell(s) measured on {entry.get('hardware', '?')}")
+            cost = f"{_hours(lo[1]['seconds'])} ({lo[0]})" + ("" if lo[0] == hi[0] else
+                                                              f" to {_hours(hi[1]['seconds'])} ({hi[0]})")
+            machines.add(f"{entry.get('hardware', '?')}, {entry.get('date', '?')}: {entry.get('command', '?')}")
         rows.append({"table": name, "what": study.description, "columns": len(study.variants), "tasks": len(tasks),
                      "cells per seed": len(study.variants) * len(tasks),
                      "paper seeds": ", ".join(map(str, seeds)) or "-", "one cell (measured)": cost,
@@ -110,13 +111,16 @@ def _list(costs: Path, as_json: bool) -> None:
         return
     from rich.table import Table
 
-    t = Table(title="published tables (relreason reproduce TABLE; cells per seed = columns x tasks)")
-    for column in ("table", "what", "cells per seed", "paper seeds", "one cell (measured, 1 thread)"):
+    t = Table(title="published tables (relreason reproduce TABLE; cells per seed = columns x tasks; one cell: "
+                    "predicted from measured steps, CPU time of one thread, cheapest and dearest column)")
+    for column in ("table", "what", "cells per seed", "paper seeds", "one cell"):
         t.add_column(column, no_wrap=column == "table", justify="right" if column in ("cells per seed",
                                                                                        "paper seeds") else "left")
     for r in rows:
         t.add_row(r["table"], r["what"], str(r["cells per seed"]), r["paper seeds"], r["one cell (measured)"])
     out.print(t, highlight=False, markup=False)
+    for line in sorted(machines):
+        err.print(f"costs measured on {line}", highlight=False, markup=False)
 
 
 def _hours(seconds: float) -> str:

@@ -22,7 +22,7 @@ def test_list_shows_every_table_with_its_cells_and_measured_cost(tmp_path):
     assert res.exit_code == 0, res.output
     for name in TABLES.names():
         assert name in res.output
-    assert "25 min (mpnn on bellman_ford) to 3.7 h (rt on bellman_ford)" in res.output
+    assert "25 min (mpnn on bellman_ford) to 3.7 h (rt on bellman_ford)" in res.output and "Test CPU" in res.output
     assert "210" in res.output  # rt-table19: 7 models x 30 algorithms per seed
     data = json.loads(runner.invoke(app, ["reproduce", "--list", "--costs", str(costs), "--json"]).stdout)
     assert [t["table"] for t in data["tables"]] == TABLES.names()
