@@ -179,12 +179,12 @@ def plan_cells(study: Study, tasks: list[str], seeds: int, recipe: str | None = 
     cells = []
     for task in tasks:
         for v in variants:
+            protocol = build_config(v.model, task, v.recipe).recipe  # the column's own recipe label
             for seed in range(seeds):
                 over = {s: dict(vals) for s, vals in user.items()}
                 over.setdefault("train", {})["seed"] = seed
                 cfg = build_config(v.model, task, recipe if recipe is not None else v.recipe, over,
                                    ablation=(study.name, v.delta))
-                protocol = build_config(v.model, task, v.recipe).recipe  # the column's own recipe label
                 why = [v.caveat] if v.caveat else []
                 if cfg.recipe != protocol:
                     why.append(f"recipe {cfg.recipe}, not the protocol's {protocol}")

@@ -49,3 +49,23 @@ def test_unknown_table_and_model_are_one_line_errors(tmp_path):
     assert res.exit_code == 1 and "not a column of clrs30" in res.output
     res = runner.invoke(app, ["reproduce", "--out", str(tmp_path)])
     assert res.exit_code == 1 and "which table" in res.output
+
+
+def test_shards_and_resume_work_as_in_ablate(tmp_path):
+    """`--shard 1/2` trains every other cell; `--shard 2/2` the rest; a third call trains nothing."""
+    from tests.cli.cli_run import TINY
+
+    sets = [x for s in [*TINY, f"data.data_dir={tmp_path / 'data'}"] for x in ("--set", s)]
+    args = ["reproduce", "ibarz2022", "--tasks", "bfs", "--seeds", "2", "--out", str(tmp_path / "rep"), *sets]
+    first = runner.invoke(app, [*args, "--shard", "1/2", "--json"], env=WIDE)
+    assert first.exit_code == 0, first.output
+    data = json.loads(first.stdout)
+    assert [c["seed"] for c in data["cells"]] == [0] and data["missing"] == ["triplet-gmpnn / bfs / seed 1"]
+    assert all(not c["comparable"] and "--set" in c["why_not"] for c in data["cells"])  # tiny: not the protocol
+    second = runner.invoke(app, [*args, "--shard", "2/2", "--json"], env=WIDE)
+    assert second.exit_code == 0, second.output
+    assert [c["seed"] for c in json.loads(second.stdout)["cells"]] == [0, 1]
+    results = sorted((tmp_path / "rep" / "cells").glob("triplet_gmpnn/*/bfs/seed*/run/results.json"))
+    stamps = [p.stat().st_mtime_ns for p in results]
+    again = runner.invoke(app, args, env=WIDE)
+    assert again.exit_code == 0 and [p.stat().st_mtime_ns for p in results] == stamps  # read back, not retrained
