@@ -151,7 +151,7 @@ TABLES.register("ibarz2022", Study(
     tasks="clrs30", source=_IBARZ,
     figures={("triplet-gmpnn", task): Published(*row[3], 10) for task, row in IBARZ_TABLE2.items()},
     averages={"triplet-gmpnn": Published(75.98, None, 10)}, paper_scope="mean over the 30 algorithms",
-    not_comparable={t: "Ibarz et al. test the string matchers at 80 nodes (their §3.1 and Appendix A), ours at the "
+    not_comparable={t: "Ibarz et al. state that they test the string matchers at 80 nodes, ours at the "
                        "benchmark's 64" for t in ("naive_string_matcher", "kmp_matcher")},
     layout="protocol", note="the published ± is not defined in the paper's captions (its Fig. 2 bars are standard "
                             "errors); 10 seeds"))
