@@ -155,3 +155,11 @@ TABLES.register("ibarz2022", Study(
                        "benchmark's 64" for t in ("naive_string_matcher", "kmp_matcher")},
     layout="protocol", note="the published ± is not defined in the paper's captions (its Fig. 2 bars are standard "
                             "errors); 10 seeds"))
+
+# -- Mueller et al. (NeurIPS 2024): the Edge Transformer on CLRS-30 -----------------------------------------
+TABLES.register("mueller2024", Study(
+    "mueller2024", "Edge Transformer on the 30 algorithms at Mueller et al.'s protocol (recipes/et.yaml)",
+    (Variant("et", "et", recipe="et"),), tasks="clrs30",
+    source="Mueller et al. 2024, \"Towards Principled Graph Transformers\" (its per-algorithm CLRS figures "
+           "could not be read here: none are printed beside ours)", layout="protocol",
+    note="the protocol is the authors' CLRS fork's defaults (ksmdnl/clrs 42a5de5), see recipes/et.yaml"))
