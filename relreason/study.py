@@ -147,9 +147,16 @@ def result_identity(plain: dict) -> dict:
     return out
 
 
-def _protocol_changes(user: dict) -> list[str]:
-    """The `--set` keys of `user` that change a protocol (everything but NOT_PROTOCOL_KEYS)."""
-    return sorted(k for k in keys_of(user) if k not in NOT_PROTOCOL_KEYS)
+def _differences(a: dict, b: dict) -> list[str]:
+    """The "section.key" names whose values differ between two config dicts (sections one level deep)."""
+    out = []
+    for section in sorted(set(a) | set(b)):
+        x, y = a.get(section), b.get(section)
+        if isinstance(x, dict) and isinstance(y, dict):
+            out += [f"{section}.{k}" for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k)]
+        elif x != y:
+            out.append(section)
+    return out
 
 
 def plan_cells(study: Study, tasks: list[str], seeds: int, recipe: str | None = None, out: Path = Path("ablations"),
@@ -175,21 +182,27 @@ def plan_cells(study: Study, tasks: list[str], seeds: int, recipe: str | None = 
         raise RelreasonError(f"--set {', '.join(clash)}: {study.name} sets {'it' if len(clash) == 1 else 'them'} "
                              "itself (the variants' keys and the seed of each cell)",
                              "drop that --set (use --seeds for seeds)")
-    changed = _protocol_changes(user)
     cells = []
     for task in tasks:
         for v in variants:
-            protocol = build_config(v.model, task, v.recipe).recipe  # the column's own recipe label
+            # the column's protocol: its recipe and delta, nothing else (compared value by value, so a recipe
+            # file or a --set that resolves to the protocol's values is the protocol; machine keys never count)
+            protocol = build_config(v.model, task, v.recipe, {}, ablation=(study.name, v.delta))
+            want = result_identity(protocol.to_dict())
             for seed in range(seeds):
                 over = {s: dict(vals) for s, vals in user.items()}
                 over.setdefault("train", {})["seed"] = seed
                 cfg = build_config(v.model, task, recipe if recipe is not None else v.recipe, over,
                                    ablation=(study.name, v.delta))
                 why = [v.caveat] if v.caveat else []
-                if cfg.recipe != protocol:
-                    why.append(f"recipe {cfg.recipe}, not the protocol's {protocol}")
-                if changed:
-                    why.append("--set " + ", ".join(changed))
+                got = result_identity(cfg.to_dict())
+                want["train"]["seed"] = seed
+                if cfg.recipe != protocol.recipe:
+                    why.append(f"recipe {cfg.recipe}, not the protocol's {protocol.recipe}")
+                elif got != want:
+                    keys = _differences(got, want)
+                    why.append(f"{', '.join(keys[:4])}{', ...' if len(keys) > 4 else ''} "
+                               f"differ{'s' * (len(keys) == 1)} from the protocol ({protocol.recipe})")
                 if task in study.not_comparable:
                     why.append(study.not_comparable[task])
                 cells.append(Cell(v, task, seed, cell_dir(out, study, v, task, seed, cfg.recipe), cfg, "; ".join(why)))

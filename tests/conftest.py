@@ -1,8 +1,10 @@
-"""Shared fixtures: small generated datasets, cached per session."""
+"""Shared fixtures: small generated datasets, cached per session, and the environment every test
+runs in (pinned, so that a developer's shell cannot make a test pass or fail)."""
 
 from __future__ import annotations
 
 import functools
+import os
 
 import pytest
 import torch
@@ -13,11 +15,41 @@ from relreason.data import generate
 # synchronisation, which under load makes model tests ~50x slower. One thread per test process.
 torch.set_num_threads(1)
 
+# rich reads COLUMNS once, when a console is built (relreason.cli.common builds its consoles on import):
+# pinned here, before any test module imports the CLI, and again per test for subprocesses.
+TEST_COLUMNS = "120"
+os.environ["COLUMNS"] = TEST_COLUMNS
+
+
+@pytest.fixture(autouse=True)
+def pinned_environment(monkeypatch):
+    """Every test sees the same environment, whatever the shell that runs pytest sets:
+    - no RELREASON_DEBUG: errors are one line, not a re-raised traceback (tests assert the line);
+    - COLUMNS fixed: rich tables fold the same way in-process and in subprocesses;
+    - RELREASON_PROGRESS=0: no progress bars on stderr."""
+    monkeypatch.delenv("RELREASON_DEBUG", raising=False)
+    monkeypatch.setenv("COLUMNS", TEST_COLUMNS)
+    monkeypatch.setenv("RELREASON_PROGRESS", "0")
+    from relreason.cli.common import err
+
+    monkeypatch.setattr(err, "width", int(TEST_COLUMNS))  # in case it was built before this conftest ran
+
 
 @functools.lru_cache(maxsize=None)
 def small_dataset(name: str, size: int = 8, num: int = 12, seed: int = 7):
     """A small custom split (cached: datasets are treated as read-only by tests)."""
     return generate(name, num=num, size=size, seed=seed)
+
+
+@pytest.fixture
+def matplotlib_installed():
+    """For tests that draw figures: skipped (and listed by `-rs`) only where matplotlib is not installed;
+    an installed matplotlib that fails to import fails the test instead of hiding it behind a skip."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        pytest.skip("matplotlib is not installed: pip install 'relreason[plot]'")
+    import matplotlib  # noqa: F401  (a broken install raises here, in the test)
 
 
 @pytest.fixture

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from relreason.ablations import ABLATIONS, aggregate, plan_cells, run_ablation
 from relreason.cli.main import app
+from relreason.config import to_plain
 from relreason.errors import RelreasonError
 
 runner = CliRunner()
@@ -35,6 +37,25 @@ def test_every_ablation_runs_one_step_per_variant(tmp_path, name):
     rows, columns = aggregate(result)
     ours = {r["model"]: r["ours"] for r in rows if r["task"] == "bellman_ford"}
     assert list(ours) == [v.label for v in abl.variants] and "-" not in ours.values()
+    assert_each_variant_ran_its_delta(abl.variants, result["cells"])
+
+
+def assert_each_variant_ran_its_delta(variants, cells) -> None:
+    """Each variant's run stored (results.json and the checkpoint's config.json) its model and every key
+    of its delta, and no two variants ran the same config: labels alone would pass an ablation whose
+    delta never reached the model."""
+    configs = []
+    for variant, cell in zip(variants, cells):
+        run_dir = Path(cell["run"])
+        results = json.loads((run_dir / "results.json").read_text())
+        checkpoint = json.loads((run_dir / "last" / "config.json").read_text())
+        assert results["model"] == checkpoint["model"] == variant.model, (variant.label, results["model"])
+        for stored in (results["config"], checkpoint["config"]):
+            for section, values in variant.delta.items():
+                for key, value in values.items():
+                    assert stored[section][key] == to_plain(value), (variant.label, f"{section}.{key}", stored[section][key])
+        configs.append(json.dumps([variant.model, results["config"]], sort_keys=True))
+    assert len(set(configs)) == len(configs), "two variants ran the same model and config"
 
 
 def test_each_variant_uses_its_models_paper_recipe(tmp_path):

@@ -3,11 +3,17 @@ explicit list because recipes/ is mapped into the package), and the recipes ship
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+import pytest
 
 import relreason
 from relreason.config import RECIPE_DIR, recipe_names
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10 (pyproject allows it): tomllib is tomli, added to the stdlib in 3.11
+    tomllib = pytest.importorskip("tomli", reason="Python 3.10 reads TOML with tomli: pip install 'relreason[dev]'")
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -60,7 +60,13 @@ def test_cells_are_comparable_only_at_the_protocol(tmp_path):
     (quick,) = plan_cells(study, ["bellman_ford"], 1, "quick", tmp_path, [], ["rt"])
     assert not quick.comparable and "recipe quick" in quick.why_not
     (lr,) = plan_cells(study, ["bellman_ford"], 1, None, tmp_path, ["train.lr=0.001"], ["rt"])
-    assert not lr.comparable and "train.lr" in lr.why_not
+    assert not lr.comparable and lr.why_not == "train.lr differs from the protocol (rt)"
+    (same,) = plan_cells(study, ["bellman_ford"], 1, None, tmp_path, ["train.lr=0.00025"], ["rt"])
+    assert same.comparable  # a --set of the protocol's own value is the protocol
+    copy = tmp_path / "rt.yaml"  # a recipe file named like the protocol but with other values
+    copy.write_text("inherit: rt\ntrain:\n  lr: 0.001\n")
+    (path,) = plan_cells(study, ["bellman_ford"], 1, str(copy), tmp_path, [], ["rt"])
+    assert not path.comparable and "train.lr" in path.why_not
     (v1,) = plan_cells(study, ["naive_string_matcher"], 1, None, tmp_path, [], ["rt"])
     assert not v1.comparable and "v1 data" in v1.why_not
     (tr,) = plan_cells(TABLES.get("rt-table13"), ["bellman_ford"], 1, None, tmp_path, [], ["transformer"])

@@ -31,7 +31,17 @@ EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
 # folded or cut (rich would otherwise assume 80 columns). On a terminal rich follows its width.
 PIPE_WIDTH = 100_000
 
-out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else PIPE_WIDTH)
+
+class _Stdout(Console):
+    """The results console. rich answers a closed pipe by exiting with status 1 itself
+    (Console.on_broken_pipe); raising BrokenPipeError instead lets `report_errors` end the command
+    quietly with status 0, as `relreason show FILE | head -1` should."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
+out = _Stdout(soft_wrap=True, width=None if sys.stdout.isatty() else PIPE_WIDTH)
 err = Console(stderr=True, soft_wrap=True)
 
 

@@ -13,7 +13,9 @@ arguments (by default `expr` itself, uncompiled) when compiling is switched off 
 failed): then one line on stderr says so, once per process, and every later call runs eager. A
 model option (the ET's `compiled_kernels: false`) skips `fused` altogether. Each expression is
 compiled once per process with dynamic shapes (an ET run's first compilation takes about 25 s on a
-2-core CPU; inductor caches it on disk for later processes).
+2-core CPU; inductor caches it on disk for later processes). `broken()` and `compiled_calls()` say which
+path ran and `reset()` forgets a fallback: tests of the compiled kernels use them (tests/compiled_kernels.py),
+since a fallback would otherwise make them compare eager with eager.
 """
 
 from __future__ import annotations
@@ -26,7 +28,24 @@ import torch
 
 RECOMPILE_LIMIT = 64  # compiled variants kept per expression (dtypes x stride patterns x size classes)
 _compiled: dict[Callable[..., torch.Tensor], Callable[..., torch.Tensor]] = {}
-_state = {"on": True, "broken": ""}
+_state = {"on": True, "broken": "", "compiled_calls": 0}
+
+
+def broken() -> str:
+    """Why this process runs the eager kernels in place of the fused ones ("" while compiling works)."""
+    return _state["broken"]
+
+
+def compiled_calls() -> int:
+    """How many `fused` calls in this process ran compiled code (tests check that the compiled path ran)."""
+    return _state["compiled_calls"]
+
+
+def reset() -> None:
+    """Forgets a compile failure, the call count and the compiled expressions: the next `fused` call
+    compiles again (for tests, which must not inherit an earlier test's fallback)."""
+    _compiled.clear()
+    _state.update(broken="", compiled_calls=0)
 
 
 @contextlib.contextmanager
@@ -53,7 +72,7 @@ def fused(expr: Callable[..., torch.Tensor], *args: torch.Tensor,
         fn = _compiled[expr] = torch.compile(expr, dynamic=True, fullgraph=True)
     try:
         # detached: these run inside autograd Functions, where requires_grad flags vary but mean nothing
-        return fn(*(x.detach() for x in args))
+        out = fn(*(x.detach() for x in args))
     except torch._dynamo.exc.TorchDynamoException as exc:  # e.g. no working C++ compiler on this machine
         cause = getattr(exc, "inner_exception", None) or exc
         text = str(cause).strip()
@@ -62,3 +81,5 @@ def fused(expr: Callable[..., torch.Tensor], *args: torch.Tensor,
         print(f"relreason: warning: fused kernels unavailable ({reason}); running the eager kernels "
               "(same results, slower; --set processor.compiled_kernels=false skips the attempt)", file=sys.stderr)
         return (eager or expr)(*args)
+    _state["compiled_calls"] += 1
+    return out

@@ -7,12 +7,15 @@ the run is refused, naming the keys that differ."""
 from __future__ import annotations
 
 import json
+import os
 import signal
-import time
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from child_hold import hold_env, trainer_state, wait_held
 from cli_run import fails, relreason, succeeds
 from safetensors.numpy import load_file
 
@@ -82,19 +85,20 @@ def weights(run_dir: Path, which: str) -> dict:
 def test_the_runs_own_command_with_resume_continues_a_killed_run_exactly(tmp_path):
     write_recipe(tmp_path / "mine.yaml", examples=160, every=16)
     command = ["--recipe", "./mine.yaml", "--seed", "3", "--name", "k"]
-    proc = relreason("train", "mpnn", "bfs", *command, "--set", f"data.data_dir={tmp_path / 'data'}", "--out",
-                     "runs", cwd=tmp_path, wait=False)
+    # the child holds after writing its validation line at 32 examples, before that checkpoint: killed
+    # there, however loaded the machine (no race with the run's end or a checkpoint swap)
+    cli = [sys.executable, "-m", "relreason", "train", "mpnn", "bfs", *command, "--set",
+           f"data.data_dir={tmp_path / 'data'}", "--out", "runs"]
+    env = hold_env(tmp_path, examples=32, env={**os.environ, "RELREASON_PROGRESS": "0"})
+    proc = subprocess.Popen(cli, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_held(tmp_path, proc)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
     state = tmp_path / "runs" / "k" / "last" / "trainer_state.json"
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if state.exists() and json.loads(state.read_text())["examples"] >= 16:
-            break
-        time.sleep(0.02)
-    assert proc.poll() is None, "the run finished before it could be killed; make it longer"
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate()
-    killed_at = json.loads(state.read_text())["examples"]
-    assert killed_at < 160
+    killed_at = trainer_state(tmp_path / "runs" / "k")["examples"]
+    assert killed_at == 16
 
     # a recipe that would change the run is refused, naming what differs (--set and --seed: see
     # tests/train/test_loop.py); nothing is touched

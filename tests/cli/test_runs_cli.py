@@ -120,8 +120,7 @@ def test_results_without_a_metric_key_take_the_task_registry_metric(tmp_path):
     assert "relative loss, lower is better" in res.stdout and "0.2500" in res.stdout
 
 
-def test_plot_curves_default_and_explicit_out(runs_dir, tmp_path):
-    pytest.importorskip("matplotlib")
+def test_plot_curves_default_and_explicit_out(runs_dir, tmp_path, matplotlib_installed):
     res = relreason("plot", runs_dir / "mpnn-bfs-s0", runs_dir / "rt-bfs-s1-running")
     assert res.returncode == 0, res.stderr
     default = runs_dir / "mpnn-bfs-s0" / "curves.png"
@@ -130,8 +129,7 @@ def test_plot_curves_default_and_explicit_out(runs_dir, tmp_path):
     assert res.returncode == 0 and b"<svg" in (tmp_path / "c.svg").read_bytes()[:2000]
 
 
-def test_plot_every_run_of_a_folder(tmp_path):
-    pytest.importorskip("matplotlib")
+def test_plot_every_run_of_a_folder(tmp_path, matplotlib_installed):
     make_run(tmp_path, "a")
     make_run(tmp_path, "b", seed=1)
     res = relreason("plot", "--runs", tmp_path)
@@ -139,8 +137,7 @@ def test_plot_every_run_of_a_folder(tmp_path):
     assert (tmp_path / "curves.png").read_bytes().startswith(b"\x89PNG")
 
 
-def test_plot_ablation_bars(tmp_path):
-    pytest.importorskip("matplotlib")
+def test_plot_ablation_bars(tmp_path, matplotlib_installed):
     abl = make_ablation(tmp_path, "no-edge-updates", {("rt", "bfs"): [0.8, 0.9], ("rt no edges", "bfs"): [0.5, 0.6]})
     res = relreason("plot", abl)
     assert res.returncode == 0, res.stderr

@@ -3,8 +3,9 @@
 `golden_digests.json` holds, per algorithm and split, the `fingerprint` (sha256 of every array's
 name, shape and float64 values, hints [B, T, ...]) of the split made by the reference
 implementation (google-deepmind/clrs 2.0.3 `build_sampler(name, num_samples, length, seed)` with the
-canonical sizes and seeds), computed once outside this repository. Matching it means every input,
-hint step, output and length is identical, so published numbers are comparable with ours.
+canonical sizes and seeds), computed by scripts/golden_digests.py in the reference's own venv (never
+in CI). Matching it means every input, hint step, output and length is identical, so published
+numbers are comparable with ours.
 """
 
 from __future__ import annotations

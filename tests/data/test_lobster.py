@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from relreason.data.lobster import generate_lobster, lobster_split
 from relreason.data.store import fingerprint
 from relreason.errors import RelreasonError
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def floyd(a: np.ndarray) -> np.ndarray:
@@ -57,9 +63,32 @@ def test_padding_is_empty_and_sizes_vary():
         assert np.all(np.diag(ds.inputs["adj"][b])[:m] == 1)
 
 
-def test_deterministic_and_splits():
-    a, b = lobster_split("lobster", False, "val"), lobster_split("lobster", False, "val")
-    assert fingerprint(a.arrays()) == fingerprint(b.arrays())
+def _golden_script():
+    spec = importlib.util.spec_from_file_location("golden_lobster", ROOT / "scripts" / "golden_lobster.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+GOLDEN_SCRIPT = _golden_script()
+GOLDEN = json.loads(GOLDEN_SCRIPT.OUT.read_text())["digests"]
+
+
+def test_golden_file_covers_every_lobster_task_and_case():
+    assert GOLDEN_SCRIPT.TASKS == {"lobster": False, "lobster_weighted": True}
+    assert {task: set(d) for task, d in GOLDEN.items()} == {task: set(GOLDEN_SCRIPT.cases()) for task in GOLDEN_SCRIPT.TASKS}
+
+
+@pytest.mark.parametrize("case", list(GOLDEN_SCRIPT.cases()))
+@pytest.mark.parametrize("task", list(GOLDEN_SCRIPT.TASKS))
+def test_splits_equal_their_recorded_digests(task, case):
+    """Same seed, same bytes, across versions: a changed generator fails here until
+    scripts/golden_lobster.py is re-run on purpose."""
+    ds = lobster_split(task, GOLDEN_SCRIPT.TASKS[task], **GOLDEN_SCRIPT.cases()[case])
+    assert fingerprint(ds.arrays()) == GOLDEN[task][case]
+
+
+def test_splits():
     test = lobster_split("lobster", False, "test", num=5)
     assert test.sizes.min() >= 100
     with pytest.raises(RelreasonError):

@@ -12,11 +12,13 @@ from fake_runs import make_ablation, make_run
 from relreason.errors import RelreasonError
 from relreason.eval.runs import load_runs, read_ablation
 
-pytest.importorskip("matplotlib")
+from relreason.eval.plot import ablation_figure, curves_figure, require_matplotlib, save_figure
 
-from relreason.eval.plot import ablation_figure, curves_figure, require_matplotlib, save_figure  # noqa: E402
+# every test but the last draws a figure (the `matplotlib_installed` fixture: tests/conftest.py)
+needs_matplotlib = pytest.mark.usefixtures("matplotlib_installed")
 
 
+@needs_matplotlib
 def test_curves_one_line_per_run_in_each_panel(tmp_path):
     a = make_run(tmp_path, "mpnn-bfs-s0", vals=(0.1, 0.5, 0.6))
     b = make_run(tmp_path, "rt-bfs-s0", model="rt", vals=(0.2, 0.7, 0.9, 0.8))
@@ -31,6 +33,7 @@ def test_curves_one_line_per_run_in_each_panel(tmp_path):
     assert len(score.collections) == 3  # each run's best validation so far
 
 
+@needs_matplotlib
 def test_curves_refuse_mixed_metrics_and_empty_runs(tmp_path):
     a = make_run(tmp_path, "a")
     b = make_run(tmp_path, "b", task="lobster", metric="relative_loss")
@@ -42,6 +45,7 @@ def test_curves_refuse_mixed_metrics_and_empty_runs(tmp_path):
         curves_figure(load_runs([empty]))
 
 
+@needs_matplotlib
 def test_ablation_bars_are_means_with_sample_std(tmp_path):
     scores = {("rt", "bfs"): [0.8, 0.9], ("rt", "dfs"): [0.4, 0.6],
               ("rt without edge updates", "bfs"): [0.5, 0.7], ("rt without edge updates", "dfs"): [0.1, 0.3]}
@@ -61,6 +65,7 @@ def test_ablation_bars_are_means_with_sample_std(tmp_path):
     assert "sample std" in fig._suptitle.get_text() and "RT 81.30" in fig._supxlabel.get_text()
 
 
+@needs_matplotlib
 @pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG\r\n\x1a\n"), (".svg", b"<svg")])
 def test_figures_are_written_atomically_as_valid_files(tmp_path, suffix, magic):
     fig = curves_figure(load_runs([make_run(tmp_path, "a")]))
@@ -70,6 +75,7 @@ def test_figures_are_written_atomically_as_valid_files(tmp_path, suffix, magic):
     assert [p.name for p in out.parent.iterdir()] == [out.name]  # no temporary left behind
 
 
+@needs_matplotlib
 def test_unknown_figure_format(tmp_path):
     fig = curves_figure(load_runs([make_run(tmp_path, "a")]))
     with pytest.raises(RelreasonError, match="unknown figure format"):

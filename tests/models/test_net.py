@@ -5,8 +5,6 @@ and (slow) that MPNN learns a task."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 import torch
@@ -390,9 +388,10 @@ def test_the_transformer_reads_no_edge_features(name, global_vector):
                        if dec.feature.location is Location.EDGE or dec.feature.type in POINTER_TYPES)
 
 
-def train_until(name: str, target: float, budget_s: float, size: int = 16, hidden: int = 128, lr: float = 1e-3,
+def best_within(name: str, steps: int, size: int = 16, hidden: int = 128, lr: float = 1e-3,
                 batch_size: int = 32) -> float:
-    """A tiny training loop: returns the best validation score reached within the time budget."""
+    """A tiny training loop of `steps` steps (a count, not a time: a loaded machine is slower, not
+    worse); returns the best validation score, validating every 25 steps."""
     torch.manual_seed(0)
     cfg = ModelConfig(hidden=hidden)
     train = generate(name, num=1000, size=size, seed=1)
@@ -402,8 +401,8 @@ def train_until(name: str, target: float, budget_s: float, size: int = 16, hidde
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     rng, gen = np.random.default_rng(0), torch.Generator().manual_seed(0)
     val_batches = [Batch.from_dataset(val.take(np.arange(i, i + 32)), cfg, spec) for i in range(0, 64, 32)]
-    best, start, step = 0.0, time.monotonic(), 0
-    while time.monotonic() - start < budget_s and best < target:
+    best = 0.0
+    for step in range(1, steps + 1):
         idx = rng.choice(len(train), batch_size, replace=False)
         batch = Batch.from_dataset(train.take(idx), cfg, spec, generator=rng)
         net.train()
@@ -412,7 +411,6 @@ def train_until(name: str, target: float, budget_s: float, size: int = 16, hidde
         loss.backward()
         clip_grad_norm(net, 1.0)
         opt.step()
-        step += 1
         if step % 25 == 0:
             net.eval()
             scorer = Scorer(spec)
@@ -425,5 +423,7 @@ def train_until(name: str, target: float, budget_s: float, size: int = 16, hidde
 
 @pytest.mark.slow
 def test_mpnn_learns_bellman_ford():
-    """Reference width and learning rate; reaches 0.9 validation in ~20 s of one core (budget 120 s)."""
-    assert train_until("bellman_ford", target=0.9, budget_s=120, hidden=128, lr=1e-3) >= 0.9
+    """Reference width and learning rate, 100 steps (~15 s of one core): validation 0.76, 0.91, 0.94,
+    0.92 at steps 25-100 with these seeds, so the 0.9 bound holds with a margin for float differences
+    between machines, and no load on the machine can change the outcome (the bound is steps, not time)."""
+    assert best_within("bellman_ford", steps=100, hidden=128, lr=1e-3) >= 0.9

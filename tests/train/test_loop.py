@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,8 @@ from typer.testing import CliRunner
 from relreason.cli.main import app
 from relreason.config import build_config
 from relreason.train import run
+
+from child_hold import hold_env, trainer_state, wait_held
 
 TINY = ["model.hidden=16", "train.batch_size=4", "train.train_examples=48", "train.eval_every_examples=16",
         "data.train_num=24", "data.train_size=5", "data.val_size=5", "data.test_size=7"]
@@ -67,21 +68,21 @@ def test_resume_after_kill_9(tmp_path):
     """A real process killed with SIGKILL mid-run resumes to the same weights as an uninterrupted run."""
     args = ["train", "mpnn", "bellman_ford", "--name", "k", "--out", str(tmp_path / "runs"),
             "--set", f"data.data_dir={tmp_path / 'data'}"]
-    sets = [x for s in TINY[:-4] + ["train.train_examples=400", "train.eval_every_examples=16",
+    sets = [x for s in TINY[:-4] + ["train.train_examples=96", "train.eval_every_examples=16",
                                      "data.train_num=24", "data.train_size=5", "data.val_size=5", "data.test_size=7"]
             for x in ("--set", s)]
     cmd = [sys.executable, "-m", "relreason.cli.main", *args, *sets]
     env = {**os.environ, "RELREASON_PROGRESS": "0"}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    state = tmp_path / "runs" / "k" / "last" / "trainer_state.json"
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if state.exists() and json.loads(state.read_text())["examples"] >= 64:
-            break
-        time.sleep(0.05)
-    assert proc.poll() is None, "the run finished before it could be killed; make it longer"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    # the child holds after writing its validation line at 64 examples, before that checkpoint: no race
+    # with the run's end or with the two renames of a checkpoint swap, however loaded the machine
+    proc = subprocess.Popen(cmd, env=hold_env(tmp_path, examples=64, env=env), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_held(tmp_path, proc) == 64
+        assert trainer_state(tmp_path / "runs" / "k")["examples"] == 48  # a metrics line newer than last/
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
     done = subprocess.run(cmd + ["--resume"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     ref = subprocess.run([*cmd[:cmd.index("--name") + 1], "ref", *cmd[cmd.index("--name") + 2:]], env=env,

@@ -129,8 +129,18 @@ def test_cli_trains_evaluates_at_sizes_and_exports(tmp_path):
     assert exported.exit_code == 0, exported.output
     card = (tmp_path / "r" / "export" / "MODEL_CARD.md").read_text()
     assert "CLRS-Text" in card and "--sizes 5,6" in card and "insertion_sort" in card
-    again = runner.invoke(app, ["eval", str(tmp_path / "r" / "export"), "--sizes", "5", "--num", "2", "--json"])
+    again = runner.invoke(app, ["eval", str(tmp_path / "r" / "export"), "--json"])  # the run's own test
     assert again.exit_code == 0, again.output
+    # the bundle is the best checkpoint (tiny runs score 0 everywhere, so the scores below alone could not tell)
+    best, exported_weights = (load_file(str(d / "model.safetensors")) for d in (tmp_path / "r" / "best",
+                                                                                 tmp_path / "r" / "export"))
+    assert best.keys() == exported_weights.keys() and all(torch.equal(best[k], exported_weights[k]) for k in best)
+    bundle = json.loads(again.stdout)  # evaluated again: the scores the run stored, cell by cell
+    assert bundle["score"] == pytest.approx(results["test"]["score"], abs=1e-6)
+    assert set(bundle["per_task"]) == set(results["per_task"])
+    for name, stored in results["per_task"].items():
+        assert bundle["per_task"][name]["num"] == stored["num"], name
+        assert bundle["per_task"][name]["outputs"] == pytest.approx(stored["outputs"], abs=1e-6), name
 
 
 def test_tokenizer_record_is_checked_when_a_checkpoint_is_loaded(tmp_path):

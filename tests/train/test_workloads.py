@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from compiled_kernels import assert_compiled_ran, compiled_kernels  # noqa: F401 (a fixture)
 from relreason.config import build_config
 from relreason.seeds import Purpose, derive_seed
 from relreason.train import run
@@ -83,11 +84,12 @@ def test_multi_task_model_shares_one_processor_and_saves_it_once(tmp_path):
 
 
 @pytest.mark.slow
-def test_edge_transformer_with_compiled_kernels_resumes_exactly(tmp_path):
+def test_edge_transformer_with_compiled_kernels_resumes_exactly(tmp_path, compiled_kernels):
     """The fused loops (relreason.models.kernels) are as deterministic as the eager kernels."""
     assert build_config("et", "bellman_ford").processor.compiled_kernels
     assert_resume_is_exact(lambda n: tiny(tmp_path, "et", "bellman_ford", [f"train.train_examples={n}"]),
                            24, 12, tmp_path)
+    assert_compiled_ran()  # else both runs were eager and this said nothing about the fused loops
 
 
 @pytest.mark.slow

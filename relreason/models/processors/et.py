@@ -186,9 +186,17 @@ def _tri_channel_sum_expr(grad: torch.Tensor, p: torch.Tensor, q: torch.Tensor) 
 
 def _masked_softmax(s: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """softmax over the last axis of s (any layout) where `keep` (broadcast), contiguous: three passes eager
-    (contiguous copy, masking in place, softmax), one compiled."""
+    (contiguous copy, masking in place, softmax), one compiled (`_masked_softmax_expr`)."""
     s = s.contiguous()
     return torch.softmax(s.masked_fill_(~keep, masked_fill_value(s)), dim=-1)
+
+
+def _masked_softmax_expr(s: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """`_masked_softmax` with an out-of-place fill, to be compiled: where s is already contiguous (the attention
+    ablation's logits) the in-place fill mutates the graph's input, and inductor (torch 2.13, dynamic shapes;
+    seen at an evaluation batch of one graph) fails on it with KeyError: 'buf1', sending the whole process to
+    the eager kernels (tests/models/processors/test_et.py)."""
+    return torch.softmax(s.contiguous().masked_fill(~keep, masked_fill_value(s)), dim=-1)
 
 
 def tri_sum(a: torch.Tensor, p: torch.Tensor, q: torch.Tensor, budget: int, compiled: bool) -> torch.Tensor:
@@ -332,7 +340,7 @@ class TriangularAttention(nn.Module):
             s = torch.matmul(q.transpose(2, 3), k.transpose(-1, -2)).permute(0, 1, 3, 4, 2)
         keep = node_mask[:, None, None, None, :]  # (B, 1, 1, 1, L): padded l excluded
         if self.compiled and not torch.is_grad_enabled():  # evaluation: transpose, mask and softmax in one pass
-            return fused(_masked_softmax, s, keep)
+            return fused(_masked_softmax_expr, s, keep, eager=_masked_softmax)
         return _masked_softmax(s, keep)
 
     def forward(self, e: torch.Tensor, node_mask: torch.Tensor) -> torch.Tensor:

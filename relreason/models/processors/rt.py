@@ -61,7 +61,7 @@ class RTConfig:
     edge_hidden_1: int = 16  # d_eh1, hidden size of W4/W5 (tuned; run.py edge_hid_size_1)
     edge_hidden_2: int = 8  # d_eh2, hidden size of W6/W7 (tuned; run.py edge_hid_size_2)
     layers: int = 3  # untied layers per algorithm step (tuned; run.py num_layers=3)
-    edge_updates: bool = True  # off in the paper's "without edge updates" ablation
+    edge_updates: bool = True  # run.py --disable_edge_updates False; off in the paper's "without edge updates" ablation
     global_vector: GlobalVector = GlobalVector.CAT  # authors' run.py graph_vec default
 
     def __post_init__(self) -> None:

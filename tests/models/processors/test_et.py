@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from compiled_kernels import assert_compiled_ran, compiled_kernels  # noqa: F401 (a fixture)
 from relreason.errors import RelreasonError
 from relreason.models import kernels
 from relreason.models.processors import PROCESSORS
@@ -223,16 +224,20 @@ def test_haiku_init_is_truncated_normal_over_fan_in_with_zero_biases():
 
 @pytest.mark.parametrize("compiled", [False, True])  # eager chunked kernels / compiled fused loops
 @pytest.mark.parametrize("budget", [1, 10 ** 9])  # one row per chunk / everything in one chunk
-def test_triangular_product_forward_and_gradients(budget, compiled):
+def test_triangular_product_forward_and_gradients(request, budget, compiled):
+    if compiled:
+        request.getfixturevalue("compiled_kernels")
     g = torch.Generator().manual_seed(0)
     a, p, q = (torch.randn(*shape, generator=g, dtype=torch.double, requires_grad=True)
                for shape in ((3, 4, 5, 6), (3, 4, 6, 2), (3, 5, 6, 2)))
     out = TriangularProduct.apply(a, p, q, budget, compiled)
     assert torch.allclose(out, torch.einsum("gijk,gikc,gjkc->gijc", a, p, q))
     assert torch.autograd.gradcheck(lambda a, p, q: TriangularProduct.apply(a, p, q, budget, compiled), (a, p, q))
+    if compiled:
+        assert_compiled_ran()
 
 
-def test_compiled_and_eager_triangular_products_agree_in_float32():
+def test_compiled_and_eager_triangular_products_agree_in_float32(compiled_kernels):
     g = torch.Generator().manual_seed(3)
     a = torch.softmax(torch.randn(8, 16, 16, 16, generator=g), -1).requires_grad_()
     p, q = (torch.randn(8, 16, 16, 4, generator=g, requires_grad=True) for _ in range(2))
@@ -241,6 +246,7 @@ def test_compiled_and_eager_triangular_products_agree_in_float32():
     for compiled in (False, True):
         out = TriangularProduct.apply(a, p, q, 1 << 20, compiled)
         results.append((out, *torch.autograd.grad((out * w).sum(), (a, p, q))))
+    assert_compiled_ran()  # else "fused" below is the eager kernel again
     for eager, fused in zip(*results):
         torch.testing.assert_close(fused, eager, rtol=1e-5, atol=1e-5)
 
@@ -253,7 +259,7 @@ def test_a_failed_compilation_falls_back_to_the_eager_kernels_and_says_so_once(m
 
     monkeypatch.setattr(torch, "compile", broken)
     monkeypatch.setattr(kernels, "_compiled", {})
-    monkeypatch.setattr(kernels, "_state", {"on": True, "broken": ""})
+    monkeypatch.setattr(kernels, "_state", {"on": True, "broken": "", "compiled_calls": 0})
     g = torch.Generator().manual_seed(4)
     a, p, q = torch.randn(2, 3, 4, 5, generator=g), torch.randn(2, 3, 5, 2, generator=g), torch.randn(2, 4, 5, 2, generator=g)
     for _ in range(2):
@@ -425,3 +431,19 @@ def test_learns_two_hop_sums():
         loss.backward()
         opt.step()
     assert loss.item() < 0.25 * target.var().item()
+
+
+@pytest.mark.parametrize("attention_ablation", [False, True])  # logits l-major then permuted / already contiguous
+def test_compiled_evaluation_softmax_equals_the_eager_one(compiled_kernels, attention_ablation):
+    torch.manual_seed(0)
+    att = TriangularAttention(8, 2, False, attention_ablation, chunk_mb=1, dropout=0.0)
+    e = torch.randn(1, 5, 5, 8)  # one graph: the evaluation batch where inductor once failed (KeyError 'buf1')
+    mask = torch.tensor([[True] * 3 + [False] * 2])
+    with torch.no_grad():  # evaluation: the compiled transpose-mask-softmax
+        q, k = att.projections(e)[:2]
+        got = att.weights(q, k, mask)
+        assert_compiled_ran()
+        att.compiled = False
+        want = att.weights(q, k, mask)
+    torch.testing.assert_close(got, want)
+    assert got.is_contiguous()
