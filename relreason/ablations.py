@@ -22,7 +22,6 @@ from relreason.registry import Registry
 from relreason.study import Cell, Published, Study, Variant, plan_cells as _plan, run_study, study_table
 from relreason.study import size_breakdown as _sizes
 
-Ablation = Study  # an ablation is a study whose columns are the variants of one model
 ABLATIONS: Registry[Study] = Registry("ablation", "relreason list ablations")
 
 

@@ -2,7 +2,8 @@
 
 A run's configuration has up to four sections:
 - `data`: what the task trains and tests on; its dataclass depends on the task kind (CLRS graph
-  algorithms, lobster graphs, CLRS-Text), so `--print-config` never shows keys that do not apply;
+  algorithms, lobster graphs, CLRS-Text: `relreason.data.config`), so `--print-config` never shows
+  keys that do not apply;
 - `model`: for NAR models the encode-process-decode options (`relreason.models.config.ModelConfig`);
   for text models the text model's own config;
 - `processor` (NAR models only): the processor's config dataclass, whose defaults are its paper's;
@@ -40,7 +41,11 @@ from typing import Any, Union
 
 import yaml
 
+# the `data:` sections and the protocol's keys stand lower in the house (tasks and run records read
+# them too); they are named here as well, as part of the configuration
+from relreason.data.config import ClrsDataConfig, DataStream, LobsterDataConfig, TextDataConfig
 from relreason.errors import RelreasonError
+from relreason.protocol import NOT_PROTOCOL_KEYS
 
 
 def _recipe_dir() -> Path:
@@ -53,95 +58,6 @@ def _recipe_dir() -> Path:
 
 RECIPE_DIR = _recipe_dir()
 PAPER = "paper"  # `inherit: paper`: the paper recipe of the model and task being trained
-
-
-class DataStream(str, enum.Enum):
-    """Where training batches come from."""
-
-    CANONICAL = "canonical"  # random batches of the fixed train split (CLRS-30, the RT paper)
-    IBARZ = "ibarz"  # fresh samples every batch, sizes 4..16, random edge densities (Ibarz et al. 2022)
-
-
-@dataclass
-class ClrsDataConfig:
-    """Data of the CLRS-30 graph algorithms (and of several of them at once)."""
-
-    train_size: int = 16  # CLRS-30 trains on n = 16
-    train_num: int = 1000  # CLRS-30 canonical train split (the RT paper's run.py: 10,000)
-    val_size: int = 16  # validation is in-distribution, as in the benchmark
-    test_size: int = 64  # the OOD test size of CLRS-30
-    val_num: int | None = None  # validation samples; null: the benchmark's 32 x per-algorithm multiplier
-    test_num: int | None = None  # test samples; null: the benchmark's 32 x per-algorithm multiplier
-    stream: DataStream = DataStream.CANONICAL  # canonical split, or the Ibarz et al. fresh-sample stream
-    stream_sizes: tuple[int, ...] = (4, 7, 11, 13, 16)  # ibarz stream: training sizes (run.py train_lengths)
-    data_dir: str = "data"  # canonical splits are generated once and cached here
-
-    def unused(self) -> set[str]:
-        """Keys that do not apply to this configuration (hidden by --print-config)."""
-        if self.stream is DataStream.IBARZ:
-            return {"train_size", "train_num"}
-        return {"stream_sizes"}
-
-    def problems(self) -> list[str]:
-        out = [f"data.{k} must be at least 2 nodes, got {getattr(self, k)}"
-               for k in ("train_size", "val_size", "test_size") if getattr(self, k) < 2]
-        out += [f"data.{k} must be positive, got {getattr(self, k)}"
-                for k in ("train_num", "val_num", "test_num") if getattr(self, k) is not None and getattr(self, k) <= 0]
-        if not self.stream_sizes or any(s < 2 for s in self.stream_sizes):
-            out.append(f"data.stream_sizes must be a non-empty list of sizes >= 2, got {list(self.stream_sizes)}")
-        return out
-
-
-@dataclass
-class LobsterDataConfig:
-    """Data of the lobster shortest-path benchmark (train/validation backbones 4..33, as the RT paper)."""
-
-    train_num: int = 2000  # training lobsters
-    val_num: int = 200  # validation lobsters (backbones 4..33, in distribution)
-    test_num: int = 200  # OOD test lobsters
-    test_backbone: int = 100  # the RT paper's OOD backbone length (about 124 nodes with the leaves)
-    data_dir: str = "data"  # splits are generated once and cached here
-
-    def unused(self) -> set[str]:
-        return set()
-
-    def problems(self) -> list[str]:
-        out = [f"data.{k} must be positive, got {getattr(self, k)}"
-               for k in ("train_num", "val_num", "test_num") if getattr(self, k) <= 0]
-        if self.test_backbone < 2:
-            out.append(f"data.test_backbone must be at least 2, got {self.test_backbone}")
-        return out
-
-
-@dataclass
-class TextDataConfig:
-    """Data of CLRS-Text tasks (relreason.data.text): question/answer text and, for TransNAR, its graph form.
-
-    Examples are drawn from the reference's text streams in memory (drawing is cheap; each batch is run
-    and rendered when used, text and graph form from the same arrays), so nothing is cached on disk.
-    Counts are per (algorithm, size): a preset split's pieces of one size, in order, cut to the count."""
-
-    preset: str = "paper"  # named splits: paper = TransNAR's (train sizes 4..8 and 12, 70/30 train/val)
-    hints: bool = False  # answers carry the hint trace (CLRS-Text `trace | ...`)
-    train_num: int | None = None  # training examples per (algorithm, size); null: the preset's (7,000 in `paper`)
-    val_num: int | None = 64  # validation examples per (algorithm, size): greedy decoding of each is the cost; null: all
-    test_num: int | None = None  # test examples per (algorithm, size); null: 5 seeds x 125 = 625 (the reference's)
-    test_sizes: tuple[int, ...] = (10, 12, 14)  # TransNAR: interpolation, in distribution, extrapolation
-
-    def unused(self) -> set[str]:
-        return set()
-
-    def problems(self) -> list[str]:
-        from relreason.data.text import TEXT_PRESETS
-
-        out = []
-        if self.preset not in TEXT_PRESETS:
-            out.append(f"data.preset {self.preset!r} is not a text preset ({', '.join(TEXT_PRESETS.names())})")
-        out += [f"data.{k} must be positive or null, got {getattr(self, k)}"
-                for k in ("train_num", "val_num", "test_num") if getattr(self, k) is not None and getattr(self, k) <= 0]
-        if not self.test_sizes or any(n < 1 for n in self.test_sizes) or len(set(self.test_sizes)) < len(self.test_sizes):
-            out.append(f"data.test_sizes must be a non-empty list of distinct sizes >= 1, got {list(self.test_sizes)}")
-        return out
 
 
 PRECISIONS = ("fp32", "bf16")  # train.precision (relreason.models.precision)
@@ -427,13 +343,6 @@ def recipe_layers(recipe: str, model: str, task: str, kind: str, _seen: tuple[st
             sub = {(p[2:]): c for p, c in comments.items() if p[:2] == (scope, key)}
             layers.append(Layer(f"recipe {name} ({key})", scoped[key] or {}, sub))
     return layers
-
-
-# Keys a run may set without departing from its recipe's protocol: where and how it runs, including
-# which kernels compute the same maths (no change to the result beyond float rounding), the seed (one
-# draw of the protocol) and the NAR a TransNAR reads (an input of the run, which no recipe can name).
-NOT_PROTOCOL_KEYS = ("train.device", "train.threads", "train.eval_batch_size", "data.data_dir", "train.seed",
-                     "model.nar", "processor.chunk_mb", "processor.compiled_kernels")
 
 
 def run_deviation(cfg: "Config") -> str | None:

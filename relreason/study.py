@@ -86,9 +86,6 @@ class Study:
         parts = ", ".join(f"{v} {p.mean:.2f}" for v, p in self.averages.items())
         return f"paper ({self.source}), {self.paper_scope}: {parts}"
 
-    def figure(self, variant: str, task: str) -> Published | None:
-        return self.figures.get((variant, task))
-
 
 # -- cells ---------------------------------------------------------------------------------------
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
-from relreason.config import ClrsDataConfig, LobsterDataConfig, TextDataConfig
 from relreason.data.algorithms import ALGORITHMS
+from relreason.data.config import ClrsDataConfig, LobsterDataConfig, TextDataConfig
 from relreason.data.specs import ALGORITHM_INFO, CORE8, Spec
 from relreason.data.trajectory import Dataset
 from relreason.errors import RelreasonError

@@ -16,7 +16,6 @@ import errno
 import functools
 import os
 import sys
-from pathlib import Path
 from typing import Annotated, Callable, Optional
 
 import typer
@@ -117,6 +116,5 @@ def report_errors(fn: Callable) -> Callable:
 # Shared option aliases (one definition, used by every command that takes them).
 SeedOpt = Annotated[Optional[int], typer.Option("--seed", help="Training seed (train.seed: initialization, batch "
                                                 "order, every noise draw).", show_default="the config's")]
-OutDirOpt = Annotated[Path, typer.Option("--out", help="Output directory.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing output.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object to stdout instead of tables.")]

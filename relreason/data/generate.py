@@ -1,7 +1,7 @@
 """Running algorithms on sampled inputs: `run_algorithm` for one sample, `generate` for a split.
 
 Samples are drawn one after the other from a single `RandomState(seed)` exactly as the reference
-does, then run in chunks (a lockstep batch for batched algorithms), so a split's bytes depend only
+does, then run in chunks (each a lockstep batch), so a split's bytes depend only
 on (algorithm, size, num, seed), never on the chunk size.
 """
 
@@ -34,19 +34,14 @@ _SAMPLE_BYTES: dict[tuple[str, int], float] = {}
 
 def run_algorithm(name: str, *inputs) -> Trajectory:
     """Runs algorithm `name` on explicit inputs (the reference function's positional arguments)."""
-    alg = ALGORITHMS.get(name)
-    if not alg.batched:
-        return alg.run(*inputs)
     batch = [np.asarray(x)[None] for x in inputs]
-    return alg.run(*batch).trajectory(0)
+    return ALGORITHMS.get(name).run(*batch).trajectory(0)
 
 
 def run_samples(alg: Algorithm, samples: list[tuple]) -> Dataset:
     """Runs one algorithm on a list of sampled inputs of equal size."""
-    if alg.batched:
-        stacked = [np.stack([np.asarray(s[i]) for s in samples]) for i in range(len(samples[0]))]
-        return alg.run(*stacked)
-    return Dataset.from_trajectories([alg.run(*s) for s in samples])
+    stacked = [np.stack([np.asarray(s[i]) for s in samples]) for i in range(len(samples[0]))]
+    return alg.run(*stacked)
 
 
 def resolve_split(name: str, split: str | None, size: int | None, num: int | None, seed: int | None) -> dict:

@@ -192,7 +192,6 @@ def _build() -> dict[str, AlgorithmInfo]:
 
 ALGORITHM_INFO: Mapping[str, AlgorithmInfo] = MappingProxyType(_build())
 SPECS: Mapping[str, Spec] = MappingProxyType({k: v.spec for k, v in ALGORITHM_INFO.items()})
-CLASSES: tuple[str, ...] = tuple(dict.fromkeys(info.klass for info in ALGORITHM_INFO.values()))
 
 # The RT paper's eight core tasks (one per algorithm class).
 CORE8 = ("activity_selector", "bellman_ford", "binary_search", "find_maximum_subarray_kadane",

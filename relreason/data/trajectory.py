@@ -13,7 +13,7 @@ Storage conventions (the same in memory and on disk):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Iterable
 
 import numpy as np
 
@@ -156,7 +156,3 @@ def pad_time(x: np.ndarray, length: int) -> np.ndarray:
     pad = [(0, 0)] * x.ndim
     pad[1] = (0, length - x.shape[1])
     return np.pad(x, pad)
-
-
-def features_of(spec: Spec, stage: Stage) -> Mapping[str, Feature]:
-    return {k: f for k, f in spec.items() if f.stage is stage}

@@ -12,12 +12,6 @@ from relreason.errors import RelreasonError
 from relreason.models.noise import Noise, as_noise, subset
 
 
-def batches(ds: Dataset, batch_size: int):
-    """Consecutive slices of a dataset (Batch.from_dataset cuts each to its longest trajectory)."""
-    for start in range(0, len(ds), batch_size):
-        yield ds.take(slice(start, start + batch_size))
-
-
 @torch.no_grad()
 def evaluate_dataset(model, ds: Dataset, spec, model_cfg, device: torch.device, batch_size: int = 32,
                      progress: Callable[[int], None] | None = None, scorer=None,

@@ -34,9 +34,9 @@ from typing import Callable, Iterable, Optional
 from rich.markup import escape
 from rich.table import Table
 
-from relreason.config import NOT_PROTOCOL_KEYS
 from relreason.errors import RelreasonError
 from relreason.eval.stats import STD_KIND, Summary as Stat
+from relreason.protocol import NOT_PROTOCOL_KEYS
 from relreason.registry import Registry
 
 
@@ -489,7 +489,7 @@ class Cell:
 
 
 # config keys that do not change what a run learns: runs differing only in these are seeds of one setting
-# (one list with the cells of ablate/reproduce: relreason.config.NOT_PROTOCOL_KEYS, plus the recipe's label)
+# (one list with the cells of ablate/reproduce: relreason.protocol.NOT_PROTOCOL_KEYS, plus the recipe's label)
 _NOT_A_SETTING = {tuple(k.split(".")) for k in NOT_PROTOCOL_KEYS} | {("recipe",)}
 
 

@@ -68,9 +68,6 @@ class Summary:
         ci = self.ci95
         return None if ci is None else ci[0] <= value <= ci[1]
 
-    def scaled(self, factor: float) -> "Summary":
-        return Summary(tuple(x * factor for x in self.values))
-
     def text(self, digits: int = 2) -> str:
         """"94.10 ± 0.52" (sample std), "94.10" for one value, "-" for none."""
         if not self.n:

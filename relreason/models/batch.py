@@ -31,7 +31,6 @@ import torch
 
 from relreason.data.specs import POINTER_TYPES, SPECS, Feature, Location, Spec, Stage, Type
 from relreason.data.trajectory import Dataset
-from relreason.errors import RelreasonError
 from relreason.models.config import ModelConfig
 from relreason.models.noise import Noise, Site
 

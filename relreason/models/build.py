@@ -1,12 +1,15 @@
 """Building a configured model: the same code path in training, evaluation, ablations and TransNAR.
 
     device = resolve_device("auto")
-    built = build_nar(cfg, device)          # NAR models on graph tasks
+    built = build_nar(cfg, task_entries(cfg.task), device)   # NAR models on graph tasks
     built.model, built.specs["bellman_ford"], built.tasks
 
 A single task gives a plain `Net`; several tasks (`core8`, `bfs,dfs`) give a `MultiNet` with one
 shared processor. Initialisation is seeded by `train.seed`, so the same config gives the same
 initial weights.
+
+The model layer reads neither the run configuration's module nor the task registry (both stand
+above it): the caller hands over the resolved config and its task entries (relreason.tasks).
 """
 
 from __future__ import annotations
@@ -16,10 +19,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from relreason.config import Config
 from relreason.data.specs import Spec
 from relreason.errors import RelreasonError
-from relreason.tasks import Task, task_entries
 
 
 def resolve_device(name: str) -> torch.device:
@@ -40,7 +41,7 @@ def resolve_device(name: str) -> torch.device:
 
 @dataclass
 class BuiltNar:
-    tasks: list[Task]  # in training order
+    tasks: list  # the task entries (relreason.tasks.Task), in training order
     specs: dict[str, Spec]  # task name -> the prepared spec its net trains on
     model: nn.Module  # Net (one task) or MultiNet
 
@@ -53,14 +54,19 @@ class BuiltNar:
         return self.model.nets[task] if self.multi else self.model
 
 
-def build_nar(cfg: Config, device: torch.device) -> BuiltNar:
-    """The tasks, prepared specs and model (Net or MultiNet) of a NAR config, on `device`."""
+def build_nar(cfg, tasks: list, device: torch.device) -> BuiltNar:
+    """The tasks, prepared specs and model (Net or MultiNet) of a NAR config, on `device`.
+
+    Args:
+        cfg: a resolved NAR config (relreason.config.Config): model_name, model, processor, train.seed.
+        tasks: its task entries in training order (`relreason.tasks.task_entries(cfg.task)`), each with
+            a name, a graph spec and the CLRS algorithm behind it.
+    """
     from relreason.models.batch import prepare_spec
     from relreason.models.multitask import MultiNet
     from relreason.models.net import build_model
     from relreason.models.processors import PROCESSORS
 
-    tasks = task_entries(cfg.task)
     specs = {t.name: prepare_spec(t.spec, cfg.model, t.algorithm) for t in tasks}
     torch.manual_seed(cfg.train.seed)
     if len(tasks) == 1:
@@ -68,4 +74,4 @@ def build_nar(cfg: Config, device: torch.device) -> BuiltNar:
     else:
         processor = PROCESSORS.get(cfg.model_name).build(cfg.processor, cfg.model.hidden)
         model = MultiNet(specs, cfg.model, processor)
-    return BuiltNar(tasks, specs, model.to(device))
+    return BuiltNar(list(tasks), specs, model.to(device))

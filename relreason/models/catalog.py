@@ -3,8 +3,8 @@
 - `nar`: neural algorithmic reasoners, i.e. a processor (relreason.models.processors.PROCESSORS) inside
   the encode-process-decode network; their config has a `model:` section (`ModelConfig`) and a
   `processor:` section (the processor's own dataclass); they train on graph tasks.
-- `text`: language models over CLRS-Text (`TEXT_MODELS`); their `model:` section is the model's own
-  config dataclass; they train on `text:` tasks.
+- `text`: language models over CLRS-Text (`relreason.models.text.TEXT_MODELS`, named here too); their
+  `model:` section is the model's own config dataclass; they train on `text:` tasks.
 
 A name lives in exactly one family (checked at registration), so `relreason train NAME ...` needs
 no family flag:
@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import difflib
 import enum
-from dataclasses import dataclass
-from typing import Callable
 
 from relreason.errors import RelreasonError
 from relreason.models.processors import PROCESSORS
-from relreason.registry import Registry
+from relreason.models.text import TEXT_MODELS, TextModelEntry, register_text_model  # the text family's registry
 
 
 class Family(str, enum.Enum):
@@ -29,40 +27,8 @@ class Family(str, enum.Enum):
     TEXT = "text"
 
 
-@dataclass(frozen=True)
-class TextModelEntry:
-    name: str
-    cls: type  # an nn.Module built as cls(config, vocab_size)
-    config: type  # its config dataclass (the `model:` section), defaults sized for this CPU
-    description: str
-
-
-TEXT_MODELS: Registry[TextModelEntry] = Registry("text model", "relreason list models")
-
-
-def register_text_model(name: str, config: type, description: str) -> Callable[[type], type]:
-    def add(cls: type) -> type:
-        if name in PROCESSORS:
-            raise ValueError(f"model {name!r} is already a NAR processor")
-        TEXT_MODELS.register(name, TextModelEntry(name, cls, config, description))
-        return cls
-
-    return add
-
-
-def _load_text_models() -> None:
-    import importlib
-
-    try:
-        importlib.import_module("relreason.models.text")
-    except ModuleNotFoundError as e:  # the text models are an optional part of the package tree
-        if e.name != "relreason.models.text":
-            raise
-
-
 def find_model(name: str) -> tuple[Family, object]:
     """(family, registry entry) of a model name; a did-you-mean error over both families."""
-    _load_text_models()
     if name in PROCESSORS:
         return Family.NAR, PROCESSORS.get(name)
     if name in TEXT_MODELS:
@@ -73,13 +39,11 @@ def find_model(name: str) -> tuple[Family, object]:
 
 
 def model_names() -> list[str]:
-    _load_text_models()
     return PROCESSORS.names() + TEXT_MODELS.names()
 
 
 def model_rows() -> list[tuple[str, str, str]]:
     """(name, family, description) of every model, for `relreason list models`."""
-    _load_text_models()
     rows = [(n, Family.NAR.value, e.description) for n, e in PROCESSORS.items()]
     return rows + [(n, Family.TEXT.value, e.description) for n, e in TEXT_MODELS.items()]
 

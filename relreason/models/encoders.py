@@ -109,9 +109,6 @@ class EdgeInput:
         out = torch.addmm(b, self.raw.reshape(math.prod(lead), self.raw.shape[-1]), w).view(*lead, K)
         return out if add is None else out + add
 
-    def linear(self, layer: nn.Linear) -> torch.Tensor:
-        return self.project(layer.weight, layer.bias)
-
 
 @dataclass
 class StepFeatures:

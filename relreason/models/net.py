@@ -27,7 +27,7 @@ from torch import nn
 from relreason.data.specs import Spec, Stage
 from relreason.errors import RelreasonError
 from relreason.models.batch import Batch, permutation_mask_of, prepare_spec
-from relreason.models.config import HintMode, ModelConfig, PointerDecoding, RepredMode, ScalarLoss
+from relreason.models.config import ModelConfig, PointerDecoding, RepredMode, ScalarLoss
 from relreason.models.decoders import DecodeContext, Decoders, feedback, fuse_permutation, harden, uniform
 from relreason.models.encoders import Encoders, check_supported, model_form
 from relreason.models.losses import feature_loss_sum
@@ -247,10 +247,6 @@ class Net(nn.Module):
                 base = name[: -len("_mask")]
                 preds[base] = fuse_permutation(preds[base], preds.pop(name))
         return preds
-
-    @property
-    def hint_mode(self) -> HintMode:
-        return self.cfg.hint_mode
 
 
 def build_model(spec: Spec, model_cfg: ModelConfig, processor_name: str, processor_cfg=None) -> Net:

@@ -121,12 +121,6 @@ class Distributed:
 
     # -- collective operations (all ranks call them in the same order) -----------------------------
 
-    def barrier(self) -> None:
-        if self.world > 1:
-            import torch.distributed as dist
-
-            dist.barrier()
-
     def broadcast(self, obj: Any) -> Any:
         """Rank 0's `obj` on every rank (picklable; tensors should be on the CPU)."""
         if self.world == 1:
@@ -172,13 +166,6 @@ class Distributed:
             self._shared_error = error
             raise error
         return result
-
-    def count_normalizer(self) -> Callable[[torch.Tensor], torch.Tensor] | None:
-        """For `Net.loss(counts=...)`: this rank's element counts -> the global counts over the world
-        size (None alone: plain means)."""
-        if self.world == 1:
-            return None
-        return count_normalizer(self.world)
 
 
 def count_normalizer(world: int, contributes: bool = True) -> Callable[[torch.Tensor], torch.Tensor]:

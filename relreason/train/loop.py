@@ -41,7 +41,7 @@ from pathlib import Path
 import torch
 
 from relreason import __version__
-from relreason.config import Config, config_from_dict, run_deviation
+from relreason.config import Config, run_deviation
 from relreason.errors import RelreasonError
 from relreason.models.precision import autocast
 from relreason.runtime import RunLock, bars_enabled, hardware, keep_freed_memory, progress

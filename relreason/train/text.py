@@ -434,7 +434,7 @@ class TransNARWorkload(TextWorkload):
             raise RelreasonError("transnar needs a trained NAR: model.nar is not set",
                                  "e.g. --set model.nar=runs/NAME (a triplet_gmpnn run on the same algorithms)")
         nar_cfg = config_from_dict(m.nar_config["config"])
-        built = build_nar(nar_cfg, self.device)
+        built = build_nar(nar_cfg, task_entries(nar_cfg.task), self.device)
         by_algorithm = {t.algorithm: t.name for t in built.tasks if t.kind == "clrs"}
         missing = [a for a in self.algorithms if a not in by_algorithm]
         if missing:

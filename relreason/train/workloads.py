@@ -40,7 +40,7 @@ from relreason.config import Config, DataStream
 from relreason.errors import RelreasonError
 from relreason.registry import Registry
 from relreason.seeds import Purpose, derive_seed
-from relreason.tasks import METRIC_LABELS
+from relreason.tasks import METRIC_LABELS, task_entries
 
 
 class Workload(abc.ABC):
@@ -140,7 +140,7 @@ class NarWorkload(Workload):
         from relreason.models.build import build_nar
 
         self.cfg, self.device = cfg, device
-        self.built = build_nar(cfg, device)
+        self.built = build_nar(cfg, task_entries(cfg.task), device)
         self.model = self.built.model
         self.tasks = self.built.tasks
         first = self.tasks[0]

@@ -11,7 +11,6 @@ import torch
 from compiled_kernels import assert_compiled_ran, compiled_kernels  # noqa: F401 (a fixture)
 from relreason.config import build_config
 from relreason.seeds import Purpose, derive_seed
-from relreason.train import run
 from resume_check import assert_resume_is_exact
 from relreason.train.workloads import NarWorkload, step_indices, validation_generator
 
@@ -32,10 +31,6 @@ def test_step_streams_are_independent_across_seeds_steps_and_purposes():
     a = torch.rand(5, generator=validation_generator(2))
     b = torch.rand(5, generator=torch.Generator().manual_seed(derive_seed(1, Purpose.NOISE, 0, 0)))  # step_noise's
     assert not torch.equal(a, b)
-
-
-def _losses(run_dir) -> list[dict]:
-    return [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
 @pytest.mark.slow

@@ -3,12 +3,12 @@
 An algorithm function takes the same positional inputs as the reference function and records its
 probes with a `Recorder`. It is registered with the sampler that draws its inputs:
 
-    @register("bellman_ford", sample=samplers.graph_sampler(0.5, weighted=True, source=True), batched=True)
+    @register("bellman_ford", sample=samplers.graph_sampler(0.5, weighted=True, source=True))
     def bellman_ford(A, s): ...
 
-`batched=True` means the function runs a lockstep batch: every input carries a leading batch axis
-and it returns a `Dataset`; otherwise it runs one sample and returns a `Trajectory`. Batched code is
-how generation gets fast; `run_algorithm` hides the difference.
+The function runs a lockstep batch: every input carries a leading batch axis and it returns a
+`Dataset`. Batched code is how generation gets fast; `run_algorithm` runs a single sample as a batch
+of one.
 """
 
 from __future__ import annotations
@@ -24,9 +24,8 @@ from relreason.registry import Registry
 @dataclass(frozen=True)
 class Algorithm:
     name: str
-    run: Callable  # run(*inputs) -> Trajectory, or -> Dataset when batched (inputs with a batch axis)
+    run: Callable  # run(*inputs) -> Dataset (inputs with a batch axis)
     sample: SampleFn  # sample(rng, length) -> one sample's inputs, in the reference's draw order
-    batched: bool
     min_size: int  # smallest `length` the sampler accepts
 
 
@@ -38,11 +37,11 @@ FAMILY_MODULES = ("sorting", "searching", "divide_and_conquer", "greedy", "dynam
                   "strings", "geometry")
 
 
-def register(name: str, sample: SampleFn, batched: bool = False, min_size: int = 2) -> Callable:
+def register(name: str, sample: SampleFn, min_size: int = 2) -> Callable:
     """Decorator registering an algorithm function under its CLRS name."""
 
     def add(fn: Callable) -> Callable:
-        ALGORITHMS.register(name, Algorithm(name, fn, sample, batched, min_size))
+        ALGORITHMS.register(name, Algorithm(name, fn, sample, min_size))
         return fn
 
     return add
@@ -50,11 +49,7 @@ def register(name: str, sample: SampleFn, batched: bool = False, min_size: int =
 
 def _load_families() -> None:
     for module in FAMILY_MODULES:
-        try:
-            importlib.import_module(f"{__name__}.{module}")
-        except ModuleNotFoundError as e:  # a family not written yet
-            if e.name != f"{__name__}.{module}":
-                raise
+        importlib.import_module(f"{__name__}.{module}")
 
 
 _load_families()

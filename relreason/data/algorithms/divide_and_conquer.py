@@ -20,7 +20,7 @@ def sample_signed_keys(rng: samplers.RandomState, length: int) -> tuple[np.ndarr
     return (samplers.random_sequence(rng, length, low=-1.0, high=1.0),)
 
 
-@register("find_maximum_subarray_kadane", sample=sample_signed_keys, batched=True)
+@register("find_maximum_subarray_kadane", sample=sample_signed_keys)
 def find_maximum_subarray_kadane(A: np.ndarray):
     """Kadane's maximum subarray. A: [B, N] keys. One initial hint, then one per scanned key j.
 

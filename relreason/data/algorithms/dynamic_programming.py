@@ -54,7 +54,7 @@ def sample_bst(rng: RandomState, length: int) -> tuple:
     return arr[:length], arr[length:]
 
 
-@register("matrix_chain_order", sample=sample_chain, batched=True)
+@register("matrix_chain_order", sample=sample_chain)
 def matrix_chain_order(p: np.ndarray):
     """Matrix-chain multiplication order. p: [B, N]; matrix i (1 <= i < N) is p[i-1] x p[i].
 
@@ -136,7 +136,7 @@ def _string_pairs_cat(table: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-@register("lcs_length", sample=sample_strings, batched=True)
+@register("lcs_length", sample=sample_strings)
 def lcs_length(x: np.ndarray, y: np.ndarray):
     """Longest common subsequence table. x: [B, X], y: [B, Y] characters in 0..3; nodes are x then y.
 
@@ -185,7 +185,7 @@ def lcs_length(x: np.ndarray, y: np.ndarray):
     return rec.finish()
 
 
-@register("optimal_bst", sample=sample_bst, batched=True)
+@register("optimal_bst", sample=sample_bst)
 def optimal_bst(p: np.ndarray, q: np.ndarray):
     """Optimal binary search tree (Aho et al., 1974). p: [B, K] key probabilities, q: [B, K + 1] gap
     probabilities; N = K + 1 nodes (p padded with a 0). One hint initially, then one per subtree size

@@ -78,7 +78,7 @@ _SCHEDULE = [np.concatenate([[0], v]) for v in (_I, _J, _K)]  # i, j, k per hint
 _DONE = _K[None, :] < np.arange(5)[:, None]  # [step, k]: test k has run by hint step `step`
 
 
-@register("segments_intersect", sample=sample_segments, batched=True)
+@register("segments_intersect", sample=sample_segments)
 def segments_intersect(xs: np.ndarray, ys: np.ndarray):
     """CLRS SEGMENTS-INTERSECT for (p0, p1) and (p2, p3). xs, ys: [B, 4].
 
@@ -178,7 +178,7 @@ class _Steps:
         return {k: np.stack(v, axis=1) for k, v in self.values.items()}
 
 
-@register("graham_scan", sample=sample_disk_points, batched=True)
+@register("graham_scan", sample=sample_disk_points)
 def graham_scan(xs: np.ndarray, ys: np.ndarray):
     """Graham scan (1972). xs, ys: [B, N].
 
@@ -237,7 +237,7 @@ def graham_scan(xs: np.ndarray, ys: np.ndarray):
     return rec.finish()
 
 
-@register("jarvis_march", sample=sample_disk_points, batched=True)
+@register("jarvis_march", sample=sample_disk_points)
 def jarvis_march(xs: np.ndarray, ys: np.ndarray):
     """Jarvis march (1973). xs, ys: [B, N].
 

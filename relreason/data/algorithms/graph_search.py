@@ -358,7 +358,7 @@ def _run_walks(A: np.ndarray, kind: _Walk) -> tuple[_Trace, list[_State]]:
     return tr, states
 
 
-@register("dfs", sample=samplers.graph_sampler(0.5, directed=True), batched=True)
+@register("dfs", sample=samplers.graph_sampler(0.5, directed=True))
 def dfs(A: np.ndarray):
     """Depth-first search (Moore, 1959) from every white node in index order. A: [B, N, N]."""
     B, n, _ = A.shape
@@ -370,7 +370,7 @@ def dfs(A: np.ndarray):
     return rec.finish()
 
 
-@register("topological_sort", sample=samplers.graph_sampler(0.5, directed=True, acyclic=True), batched=True)
+@register("topological_sort", sample=samplers.graph_sampler(0.5, directed=True, acyclic=True))
 def topological_sort(A: np.ndarray):
     """Topological sort (Knuth, 1973): finished nodes are prepended to a linked list. A: [B, N, N]."""
     B, n, _ = A.shape
@@ -383,7 +383,7 @@ def topological_sort(A: np.ndarray):
     return rec.finish()
 
 
-@register("articulation_points", sample=samplers.graph_sampler(0.2), batched=True)
+@register("articulation_points", sample=samplers.graph_sampler(0.2))
 def articulation_points(A: np.ndarray):
     """Cut vertices from DFS low points. A: [B, N, N] undirected."""
     B, n, _ = A.shape
@@ -397,7 +397,7 @@ def articulation_points(A: np.ndarray):
     return rec.finish()
 
 
-@register("bridges", sample=samplers.graph_sampler(0.2), batched=True)
+@register("bridges", sample=samplers.graph_sampler(0.2))
 def bridges(A: np.ndarray):
     """Bridges from DFS low points. A: [B, N, N] undirected."""
     B, n, _ = A.shape
@@ -420,13 +420,7 @@ def bridges(A: np.ndarray):
     return rec.finish()
 
 
-def _community_sampler(rng: samplers.RandomState, length: int) -> tuple:
-    """The SCC sampler: a directed 4-community graph, p = 0.5, eps = 0.01. The reference draws p by
-    `choice((0.5,))`, which consumes nothing from the stream (see `samplers.graph_sampler`)."""
-    return (samplers.random_community_graph(rng, length, k=4, p=0.5, eps=0.01, directed=True),)
-
-
-@register("strongly_connected_components", sample=samplers.CommunitySampler(0.5), batched=True, min_size=4)
+@register("strongly_connected_components", sample=samplers.CommunitySampler(0.5), min_size=4)
 def strongly_connected_components(A: np.ndarray):
     """Kosaraju's strongly connected components (Aho et al., 1974): a DFS of A, then a DFS of A
     transposed with roots in decreasing finish time; each tree of the second pass is one component,
@@ -456,7 +450,7 @@ def strongly_connected_components(A: np.ndarray):
 
 
 @register("dag_shortest_paths", sample=samplers.graph_sampler(0.5, directed=True, acyclic=True, weighted=True,
-                                                                 source=True), batched=True)
+                                                                 source=True))
 def dag_shortest_paths(A: np.ndarray, s: np.ndarray):
     """Single-source shortest paths in a DAG: a topological sort by DFS from s, then one relaxation
     of each node's out-edges in topological order. A: [B, N, N] weights (0 = no edge), s: [B].

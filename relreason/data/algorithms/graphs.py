@@ -83,7 +83,7 @@ def _extract_min(value: np.ndarray, in_queue: np.ndarray) -> np.ndarray:
     return u
 
 
-@register("bfs", sample=samplers.graph_sampler(0.5, source=True), batched=True)
+@register("bfs", sample=samplers.graph_sampler(0.5, source=True))
 def bfs(A: np.ndarray, s: np.ndarray):
     """Breadth-first search (Moore, 1959) from source s. A: [B, N, N] (edge where A > 0), s: [B].
 
@@ -117,7 +117,7 @@ def bfs(A: np.ndarray, s: np.ndarray):
     return rec.finish()
 
 
-@register("bellman_ford", sample=samplers.graph_sampler(0.5, weighted=True, source=True), batched=True)
+@register("bellman_ford", sample=samplers.graph_sampler(0.5, weighted=True, source=True))
 def bellman_ford(A: np.ndarray, s: np.ndarray):
     """Bellman-Ford (1958) from source s. A: [B, N, N] weights (0 = no edge), s: [B].
 
@@ -195,19 +195,19 @@ def _extract_min_tree(name: str, A: np.ndarray, s: np.ndarray, prim: bool):
     return rec.finish()
 
 
-@register("dijkstra", sample=samplers.graph_sampler(0.5, weighted=True, source=True), batched=True)
+@register("dijkstra", sample=samplers.graph_sampler(0.5, weighted=True, source=True))
 def dijkstra(A: np.ndarray, s: np.ndarray):
     """Dijkstra's shortest paths (1959) from source s. A: [B, N, N] weights (0 = no edge), s: [B]."""
     return _extract_min_tree("dijkstra", A, s, prim=False)
 
 
-@register("mst_prim", sample=samplers.graph_sampler(0.5, weighted=True, source=True), batched=True)
+@register("mst_prim", sample=samplers.graph_sampler(0.5, weighted=True, source=True))
 def mst_prim(A: np.ndarray, s: np.ndarray):
     """Prim's minimum spanning tree (1957) grown from s. A: [B, N, N] weights (0 = no edge), s: [B]."""
     return _extract_min_tree("mst_prim", A, s, prim=True)
 
 
-@register("floyd_warshall", sample=samplers.graph_sampler(0.5, weighted=True), batched=True)
+@register("floyd_warshall", sample=samplers.graph_sampler(0.5, weighted=True))
 def floyd_warshall(A: np.ndarray):
     """Floyd-Warshall all-pairs shortest paths (1962). A: [B, N, N] weights (0 = no edge).
 
@@ -271,7 +271,7 @@ def _sorted_edges(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return heads, tails, counts
 
 
-@register("mst_kruskal", sample=samplers.graph_sampler(0.2, weighted=True), batched=True)
+@register("mst_kruskal", sample=samplers.graph_sampler(0.2, weighted=True))
 def mst_kruskal(A: np.ndarray):
     """Kruskal's minimum spanning forest (1956) with a path-compressing union-find. A: [B, N, N].
 

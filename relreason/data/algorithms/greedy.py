@@ -47,7 +47,7 @@ def _selection_steps(order: np.ndarray, take: np.ndarray) -> np.ndarray:
     return (np.arange(n + 1)[None, :, None] >= joined[:, None, :]).astype(np.float32)
 
 
-@register("activity_selector", sample=sample_activities, batched=True)
+@register("activity_selector", sample=sample_activities)
 def activity_selector(s: np.ndarray, f: np.ndarray):
     """Activity selection (Gavril, 1972). s, f: [B, N] start and finish times.
 
@@ -74,7 +74,7 @@ def activity_selector(s: np.ndarray, f: np.ndarray):
     return rec.finish()
 
 
-@register("task_scheduling", sample=sample_tasks, batched=True)
+@register("task_scheduling", sample=sample_tasks)
 def task_scheduling(d: np.ndarray, w: np.ndarray):
     """Unit-task scheduling with deadlines (Lawler, 1985). d, w: [B, N] deadlines and weights.
 

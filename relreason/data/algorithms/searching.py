@@ -23,7 +23,7 @@ def sample_search(rng: samplers.RandomState, length: int) -> tuple[float, np.nda
     return rng.uniform(low=0.0, high=1.0), keys
 
 
-@register("minimum", sample=sample_keys, batched=True)
+@register("minimum", sample=sample_keys)
 def minimum(A: np.ndarray):
     """Minimum by a left-to-right scan. A: [B, N] keys. One initial hint, then one per scanned key.
 
@@ -44,7 +44,7 @@ def minimum(A: np.ndarray):
     return rec.finish()
 
 
-@register("binary_search", sample=sample_search, batched=True)
+@register("binary_search", sample=sample_search)
 def binary_search(x: np.ndarray, A: np.ndarray):
     """Binary search for the first key >= x (the last slot if there is none). x: [B] targets,
     A: [B, N] sorted keys. One initial hint, then one per halving of [low, high]."""
@@ -72,7 +72,7 @@ def binary_search(x: np.ndarray, A: np.ndarray):
     return rec.finish()
 
 
-@register("quickselect", sample=sample_keys, batched=True)
+@register("quickselect", sample=sample_keys)
 def quickselect(A: np.ndarray):
     """Quickselect (Hoare, 1961) for the median, rank N // 2 (0-based). A: [B, N] keys.
 

@@ -144,7 +144,7 @@ def mask_hints(nodes: np.ndarray, names: tuple[str, ...], n: int) -> dict[str, n
     return {k: one_hot(nodes[c].T, n) for c, k in enumerate(names)}
 
 
-@register("insertion_sort", sample=sample_keys, batched=True)
+@register("insertion_sort", sample=sample_keys)
 def insertion_sort(A: np.ndarray):
     """Insertion sort. A: [B, N] keys. One hint for i = j = 0, then one per inserted key j."""
     rec, order = _start("insertion_sort", A)
@@ -172,7 +172,7 @@ def insertion_sort(A: np.ndarray):
     return rec.finish()
 
 
-@register("bubble_sort", sample=sample_keys, batched=True)
+@register("bubble_sort", sample=sample_keys)
 def bubble_sort(A: np.ndarray):
     """Bubble sort. A: [B, N] keys. One initial hint, then one per compare-exchange (N (N - 1) / 2)."""
     rec, order = _start("bubble_sort", A)
@@ -198,7 +198,7 @@ class HeapPhase(enum.IntEnum):
     REHEAP = 2  # max-heapify calls after a move
 
 
-@register("heapsort", sample=sample_keys, batched=True)
+@register("heapsort", sample=sample_keys)
 def heapsort(A: np.ndarray):
     """Heapsort (Williams, 1964). A: [B, N] keys.
 
@@ -257,7 +257,7 @@ def heapsort(A: np.ndarray):
     return rec.finish()
 
 
-@register("quicksort", sample=sample_keys, batched=True)
+@register("quicksort", sample=sample_keys)
 def quicksort(A: np.ndarray):
     """Quicksort (Hoare, 1962) with Lomuto's partition. A: [B, N] keys.
 

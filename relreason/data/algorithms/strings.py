@@ -145,7 +145,7 @@ def _check_strings(name: str, T: np.ndarray, P: np.ndarray) -> tuple[np.ndarray,
     return T.astype(np.int64), P.astype(np.int64)
 
 
-@register("naive_string_matcher", sample=MatcherSampler(), batched=True, min_size=3)
+@register("naive_string_matcher", sample=MatcherSampler(), min_size=3)
 def naive_string_matcher(T: np.ndarray, P: np.ndarray):
     """Naive matching of needle P in haystack T. T: [B, |T|], P: [B, |P|] symbols in [0, 4).
 
@@ -219,7 +219,7 @@ def _kmp_failure(P: np.ndarray, reset: int) -> tuple[np.ndarray, ...]:
     return pi, is_reset, code, fail
 
 
-@register("kmp_matcher", sample=MatcherSampler(), batched=True, min_size=3)
+@register("kmp_matcher", sample=MatcherSampler(), min_size=3)
 def kmp_matcher(T: np.ndarray, P: np.ndarray):
     """Knuth-Morris-Pratt (1977): failure function of P (phase 0), then the scan of T (phase 1).
 

@@ -4,8 +4,9 @@ positional encodings, and TransNAR (the same transformer cross-attending to a fr
     from relreason.models.text import CharTokenizer, TextTransformer, TextTransformerConfig, TEXT_SHAPES
     model = TextTransformer(TextTransformerConfig(**TEXT_SHAPES["text_cpu"]))
 
-Importing this package registers the two text models of `relreason list models` with the config
-dataclass that is their `model:` section (relreason.models.catalog.register_text_model):
+Importing this package registers the two text models of `relreason list models` in `TEXT_MODELS`,
+with the config dataclass that is their `model:` section (`register_text_model`; the catalog,
+relreason.models.catalog, reads this registry beside the processors'):
 
 - `text_transformer` (`TextModelConfig`): the transformer's options plus the tokenizer record, so
   a checkpoint's config.json says which character ids its weights were trained on;
@@ -21,18 +22,44 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from relreason.errors import RelreasonError
-from relreason.models.catalog import register_text_model
+from relreason.models.processors import PROCESSORS
 from relreason.models.text.tokenizer import BOS, EOS, PAD, VOCAB_SIZE, CharTokenizer, TokenBatch
 from relreason.models.text.transformer import (TEXT_SHAPES, KVCache, PositionMode, TextTransformer,
                                                TextTransformerConfig, make_positions, random_positions,
                                                sequential_positions)
 from relreason.models.text.transnar import TransNAR, TransNARConfig
+from relreason.registry import Registry
 
 __all__ = ["BOS", "EOS", "PAD", "TEXT_SHAPES", "VOCAB_SIZE", "CharTokenizer", "KVCache", "PositionMode",
            "TextModelConfig", "TextTransformer", "TextTransformerConfig", "TokenBatch", "TransNAR", "TransNARConfig",
-           "TransNARModelConfig", "make_positions", "random_positions", "read_nar_record", "sequential_positions"]
+           "TransNARModelConfig", "make_positions", "random_positions", "read_nar_record", "sequential_positions",
+           "TEXT_MODELS", "TextModelEntry", "register_text_model"]
+
+
+@dataclass(frozen=True)
+class TextModelEntry:
+    name: str
+    cls: type  # an nn.Module built as cls(config, vocab_size)
+    config: type  # its config dataclass (the `model:` section), defaults sized for this CPU
+    description: str
+
+
+TEXT_MODELS: Registry[TextModelEntry] = Registry("text model", "relreason list models")
+
+
+def register_text_model(name: str, config: type, description: str) -> Callable[[type], type]:
+    """A class decorator adding a text model; a name lives in one family, so no processor may bear it."""
+
+    def add(cls: type) -> type:
+        if name in PROCESSORS:
+            raise ValueError(f"model {name!r} is already a NAR processor")
+        TEXT_MODELS.register(name, TextModelEntry(name, cls, config, description))
+        return cls
+
+    return add
 
 
 def _default_tokenizer() -> dict:
