@@ -81,10 +81,19 @@ def _protocol_identity(study: Study, variant, task: str, seed: int) -> dict:
     return result_identity(cfg.to_dict())
 
 
+def _protocols(model: str, task: str) -> set[str]:
+    """The recipe labels that some table's column takes as its protocol for (model, task)."""
+    from relreason.tables import TABLES
+
+    return {build_config(v.model, task, v.recipe).recipe for _, t in TABLES.items() for v in t.variants
+            if v.model == model}
+
+
 def table_result(study: Study, files: list[tuple[tuple, dict]]) -> dict | None:
     """The study's result (as relreason.study.run_study returns it) from collected result files:
-    the cells of its columns (model and delta; any recipe) on its tasks. A cell whose config is not
-    the column's protocol is kept and marked not comparable. None when the table has no cell."""
+    the cells of its columns (model and delta) on its tasks, under the column's protocol recipe or a
+    recipe that is no table's protocol (e.g. `quick`: kept, marked not comparable); the cells of
+    another table's protocol (clrs30's MPNN in rt-table19) stay in that table. None when it has none."""
     from relreason.study import delta_slug
     from relreason.tasks import expand_tasks
 
@@ -94,6 +103,10 @@ def table_result(study: Study, files: list[tuple[tuple, dict]]) -> dict | None:
         slug = f"+{delta_slug(v.delta)}" if v.delta else ""
         for (model, setting, task, seed), data in files:
             if model != v.model or task not in tasks or not (setting.endswith(slug) if slug else "+" not in setting):
+                continue
+            recipe = setting[: len(setting) - len(slug)] if slug else setting
+            own = build_config(v.model, task, v.recipe).recipe
+            if recipe != own and recipe in _protocols(model, task):
                 continue
             why = [v.caveat] if v.caveat else []
             if result_identity(data.get("config") or {}) != _protocol_identity(study, v, task, seed):

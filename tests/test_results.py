@@ -61,3 +61,16 @@ def test_results_command_writes_the_report(tmp_path):
         (tmp_path / "R.md").read_text()
     missing = CliRunner().invoke(app, ["results", "--from", str(tmp_path / "nothing")])
     assert missing.exit_code == 1 and "holds no cells" in missing.output
+
+
+def test_a_cell_of_another_tables_protocol_stays_in_that_table(tmp_path):
+    """clrs30's MPNN cells are not shown in rt-table19's MPNN column (whose protocol is rt_table2)."""
+    from relreason.results import table_result, _files
+
+    (cell,) = plan_cells(TABLES.get("clrs30"), ["bfs"], 1, None, tmp_path / "rep", [], ["mpnn"])
+    _finish(cell, 0.99)
+    collect_results(tmp_path / "rep", tmp_path / "results")
+    files = _files(tmp_path / "results", "cells")
+    assert table_result(TABLES.get("rt-table19"), files) is None
+    (row,) = table_result(TABLES.get("clrs30"), files)["cells"]
+    assert row["variant"] == "mpnn" and row["comparable"]
