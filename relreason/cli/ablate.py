@@ -21,6 +21,15 @@ from relreason.errors import RelreasonError
 
 MISSING_SHOWN = 10  # missing cells named in the message (the rest are counted)
 
+# the sweep options `ablate` and `reproduce` share (one machinery: relreason.study)
+RerunStaleOpt = Annotated[bool, typer.Option("--rerun-stale", help="Move cells computed under another "
+                                             "configuration aside and train them again.")]
+JobsOpt = Annotated[int, typer.Option("--jobs", help="Train this many cells at once, in worker processes "
+                                      "(torch threads: cores / jobs unless train.threads is set).")]
+ShardOpt = Annotated[Optional[str], typer.Option("--shard", help="I/K: train only cells I, I+K, I+2K, ... "
+                                                 "(1-based, cell index % K == I-1), for K machines sharing --out.",
+                                                 show_default="every cell")]
+
 
 @report_errors
 def ablate_cmd(
@@ -31,13 +40,9 @@ def ablate_cmd(
     recipe: RecipeOpt = None,
     sets: SetOpt = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Where cells and tables are written.")] = Path("ablations"),
-    rerun_stale: Annotated[bool, typer.Option("--rerun-stale", help="Move cells computed under another "
-                                              "configuration aside and train them again.")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", help="Train this many cells at once, in worker processes "
-                                      "(torch threads: cores / jobs unless train.threads is set).")] = 1,
-    shard: Annotated[Optional[str], typer.Option("--shard", help="I/K: train only cells I, I+K, I+2K, ... "
-                                                 "(1-based, cell index % K == I-1), for K machines sharing --out.",
-                                                 show_default="every cell")] = None,
+    rerun_stale: RerunStaleOpt = False,
+    jobs: JobsOpt = 1,
+    shard: ShardOpt = None,
     partial: Annotated[bool, typer.Option("--partial", help="While cells are missing, still write the tables "
                                           "(as results.partial.*).")] = False,
     as_json: JsonOpt = False,

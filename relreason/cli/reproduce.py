@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from relreason.cli.ablate import parse_shard, report_study
+from relreason.cli.ablate import JobsOpt, RerunStaleOpt, ShardOpt, parse_shard, report_study
 from relreason.cli.common import JsonOpt, err, out, report_errors
 from relreason.cli.train import RecipeOpt, SetOpt
 from relreason.errors import RelreasonError
@@ -30,11 +30,9 @@ def reproduce_cmd(
     recipe: RecipeOpt = None,
     sets: SetOpt = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Where cells and tables are written.")] = Path("reproduce"),
-    rerun_stale: Annotated[bool, typer.Option("--rerun-stale", help="Move cells computed under another "
-                                              "configuration aside and train them again.")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", help="Train this many cells at once, in worker processes.")] = 1,
-    shard: Annotated[Optional[str], typer.Option("--shard", help="I/K: train only cells I, I+K, ... (1-based), "
-                                                 "for K machines sharing --out.", show_default="every cell")] = None,
+    rerun_stale: RerunStaleOpt = False,
+    jobs: JobsOpt = 1,
+    shard: ShardOpt = None,
     no_train: Annotated[bool, typer.Option("--no-train", help="Train nothing: print the table of the cells "
                                            "finished so far.")] = False,
     costs: Annotated[Path, typer.Option("--costs", help="Measured cell costs (scripts/bench_reproduce.py).")] =
