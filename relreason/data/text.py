@@ -31,10 +31,12 @@ same with and without hints.
 Scores (TransNAR, Bounsi et al. 2024) compare a model's answer with the true one; see `score_answer`.
 Splits: named presets (`TEXT_PRESETS`: the TransNAR paper's and the reference generator's) resolve to
 pieces (length, seed, num, skip) of such streams; `write_text_split` writes a split as JSONL lines
-{"question", "answer", "algorithm", "length"} to `DIR/text/ALG/<preset>_<split>[_hints].jsonl` (custom
+{"id", "question", "answer", "algorithm", "length"} to `DIR/text/ALG/<preset>_<split>[_hints].jsonl` (custom
 splits: `custom_n<sizes>_s<seed>_k<num>[_hints].jsonl`), with what it was made from in the `.meta.json`
 beside it; `cached_text_split` is what training calls, and `split_batches` gives the same examples with
-their graph form.
+their graph form. An example's id names its place in its stream, whatever split holds it (`ExampleId`:
+"insertion_sort/n12/s3/i17", "/hints" added for the hint text), so an answer given by id can be scored
+without the file it came from (`relreason score`, relreason.eval.text_score).
 """
 
 from __future__ import annotations
@@ -752,6 +754,49 @@ def _meta_path(path: Path) -> Path:
     return path.with_name(path.name[: -len(".jsonl")] + ".meta.json")
 
 
+@dataclass(frozen=True)
+class ExampleId:
+    """Where an example sits: example `index` (0-based) of the stream (algorithm, length, seed), rendered
+    with or without hints, floats truncated to `decimals`. Its text, `algorithm/n<length>/s<seed>/i<index>`,
+    then "/hints" with hints and "/d<decimals>" (or "/dfull") when the truncation is not DECIMALS, e.g.
+    "insertion_sort/n12/s3/i17" or "bfs/n4/s0/i7000/hints". The index counts from the stream's start, so
+    an example has one id in every split that holds it (the `paper` preset's val examples of size 4 are
+    i7000 .. i9999 of the seed-0 stream)."""
+
+    algorithm: str
+    length: int
+    seed: int
+    index: int
+    hints: bool = False
+    decimals: int | None = DECIMALS
+
+    def __str__(self) -> str:
+        tail = ("/hints" if self.hints else "") + ("" if self.decimals == DECIMALS else
+                                                   f"/d{'full' if self.decimals is None else self.decimals}")
+        return f"{self.algorithm}/n{self.length}/s{self.seed}/i{self.index}{tail}"
+
+    @staticmethod
+    def parse(text: str) -> "ExampleId":
+        """The id written as `text` (a one-line error when it is not one; the algorithm is not checked)."""
+        m = _ID.fullmatch(text)
+        if m is None:
+            raise RelreasonError(f"{text!r} is not an example id",
+                                 "ids read ALGORITHM/nLENGTH/sSEED/iINDEX[/hints], e.g. insertion_sort/n12/s3/i17")
+        d = m.group("d")
+        return ExampleId(m.group("algorithm"), int(m.group("n")), int(m.group("s")), int(m.group("i")),
+                         m.group("hints") is not None, DECIMALS if d is None else None if d == "full" else int(d))
+
+
+_ID = re.compile(r"(?P<algorithm>[^/\s]+)/n(?P<n>\d+)/s(?P<s>\d+)/i(?P<i>\d+)(?P<hints>/hints)?(?:/d(?P<d>\d+|full))?")
+
+
+def split_ids(request: TextSplitRequest) -> Iterator[ExampleId]:
+    """The ids of a split's examples, in the order `split_batches` gives them."""
+    for p in request.pieces:
+        for k in range(p.skip, p.skip + p.num):
+            yield ExampleId(request.algorithm, p.length, p.seed, k, request.hints, request.decimals)
+
+
 def split_batches(request: TextSplitRequest, chunk: int = CHUNK) -> Iterator[TextBatch]:
     """Every piece of a split, in order, as TextBatches (texts plus graph form)."""
     for p in request.pieces:
@@ -761,8 +806,9 @@ def split_batches(request: TextSplitRequest, chunk: int = CHUNK) -> Iterator[Tex
 
 def write_text_split(request: TextSplitRequest, out_dir, force: bool = False,
                      on_examples: Callable[[int], None] | None = None) -> Path:
-    """Writes a split as JSONL lines {"question", "answer", "algorithm", "length"}, streamed and atomic
-    (the file and its metadata appear only when complete). `on_examples(k)` after each batch (progress)."""
+    """Writes a split as JSONL lines {"id", "question", "answer", "algorithm", "length"} (`ExampleId`),
+    streamed and atomic (the file and its metadata appear only when complete). `on_examples(k)` after each
+    batch (progress)."""
     from relreason.data.store import atomic_path
 
     path = text_path(out_dir, request.algorithm, request.name, request.hints)
@@ -770,10 +816,11 @@ def write_text_split(request: TextSplitRequest, out_dir, force: bool = False,
         raise RelreasonError(f"{path} already exists", "pass --force to overwrite it")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        ids = split_ids(request)
         with atomic_path(path) as tmp, open(tmp, "w", encoding="ascii") as f:
             for batch in split_batches(request):
-                f.writelines(json.dumps({"question": q, "answer": a, "algorithm": batch.algorithm,
-                                         "length": batch.length}) + "\n"
+                f.writelines(json.dumps({"id": str(next(ids)), "question": q, "answer": a,
+                                         "algorithm": batch.algorithm, "length": batch.length}) + "\n"
                              for q, a in zip(batch.questions, batch.answers))
                 if on_examples is not None:
                     on_examples(len(batch))
