@@ -18,7 +18,7 @@ import typer
 from rich.table import Table
 
 from relreason import __version__
-from relreason.cli import ablate, data, reproduce, runs, train
+from relreason.cli import ablate, data, reproduce, runs, score, train
 from relreason.cli.common import EXIT_ERROR, EXIT_USAGE, JsonOpt, out, print_error, report_errors
 from relreason.errors import RelreasonError
 
@@ -41,6 +41,7 @@ app.command("results")(reproduce.results_cmd)
 app.command("runs")(runs.runs_cmd)
 app.command("compare")(runs.compare_cmd)
 app.command("plot")(runs.plot_cmd)
+app.command("score")(score.score_cmd)
 
 
 @app.callback(invoke_without_command=True)

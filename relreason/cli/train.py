@@ -160,6 +160,9 @@ def eval_cmd(
     sets: SetOpt = None,
     device: DeviceOpt = None,
     runs: Annotated[Path, typer.Option("--runs", help="Where to look for the newest run.")] = Path("runs"),
+    dump: Annotated[Optional[Path], typer.Option("--dump", help="Text runs: also write every example evaluated "
+                                                 "with the model's answer to this JSONL file (what `relreason score` "
+                                                 "reads).", show_default=False)] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate a checkpoint with its task's metric (per output feature, and the task score).
@@ -167,7 +170,8 @@ def eval_cmd(
     Examples:\n
       relreason eval --ood 64\n
       relreason eval runs/mpnn-bellman_ford-s42-20261121-101500 --ood 128 --num 64\n
-      relreason eval runs/myrun/last --split val --hints --json
+      relreason eval runs/myrun/last --split val --hints --json\n
+      relreason eval runs/transnar-run --dump answers.jsonl
     """
     from relreason.eval.report import rich_table
     from relreason.models.build import resolve_device
@@ -180,7 +184,7 @@ def eval_cmd(
     with progress(None, "evaluating", unit="ex") as bar:
         res = evaluate_checkpoint(run_dir, ood=ood, split=split, num=num, seed=seed, device=device,
                                   batch_size=batch_size, runs_dir=runs, overrides=sets, on_examples=bar.update,
-                                  sizes=size_list)
+                                  sizes=size_list, dump=dump)
     if not hints:
         res["hints"] = {}
         for r in (res.get("per_task") or {}).values():
@@ -194,6 +198,8 @@ def eval_cmd(
             " (true positions)"
     out.print(rich_table(*score_table(res), title))
     err.print(f"checkpoint: {res['checkpoint']}", highlight=False)
+    if dump is not None:
+        err.print(f"answers: {dump} (score them with `relreason score {dump}`)", highlight=False, markup=False)
 
 
 def score_table(res: dict) -> tuple[list[dict], list[str]]:
@@ -202,7 +208,7 @@ def score_table(res: dict) -> tuple[list[dict], list[str]]:
     from relreason.eval.report import score_rows
 
     if res.get("metric") == "text_clrs":
-        from relreason.train.text import text_table
+        from relreason.eval.text_score import text_table
 
         return text_table(res)
     return score_rows(res), ["feature", "score"]

@@ -2,10 +2,12 @@
 
     res = evaluate_checkpoint("runs/NAME", ood=128, num=64)
     res["score"], res["outputs"], res["label"]
+    evaluate_checkpoint("runs/TEXT_RUN", dump="answers.jsonl")   # text runs: also every answer, as JSONL
 """
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import torch
@@ -35,14 +37,16 @@ def resolve_checkpoint(target, runs_dir="runs") -> Path:
 def evaluate_checkpoint(target=None, *, ood: int | None = None, split: str | None = None, num: int | None = None,
                         seed: int | None = None, device: str | None = None, batch_size: int | None = None,
                         runs_dir="runs", overrides: list[str] | None = None, on_examples=None,
-                        sizes: list[int] | None = None) -> dict:
+                        sizes: list[int] | None = None, dump=None) -> dict:
     """Scores a checkpoint. `ood=N`: the test split at N nodes (the canonical test split when N is its
     size and no num/seed is given); `split`: val or test at the run's sizes; `overrides`: `--set`
-    items applied over the stored config (e.g. data.data_dir). Returns the scores and what was
-    evaluated (model, task, label, metric, checkpoint)."""
+    items applied over the stored config (e.g. data.data_dir); `dump`: a file that receives every example
+    evaluated with our answer (text runs; relreason.eval.text_score.AnsweredExample lines, what `relreason
+    score` reads). Returns the scores and what was evaluated (model, task, label, metric, checkpoint)."""
     from relreason.config import Layer, parse_overrides, resolve
     from relreason.models.build import resolve_device
-    from relreason.models.catalog import model_label
+    from relreason.eval.text_score import answers_writer
+    from relreason.models.catalog import Family, find_model, model_label
     from relreason.runtime import keep_freed_memory
     from relreason.train.workloads import build_workload
 
@@ -66,6 +70,9 @@ def evaluate_checkpoint(target=None, *, ood: int | None = None, split: str | Non
     plain = stored.to_dict()
     cfg = resolve(stored.model_name, stored.task, [Layer("stored", {s: plain[s] for s in stored.sections()}),
                                                    Layer("--set", parse_overrides(over))], stored.recipe)
+    if dump is not None and find_model(cfg.model_name)[0] is not Family.TEXT:
+        raise RelreasonError(f"--dump writes the answers of text runs (text_transformer, transnar); {path} is a "
+                             f"{cfg.model_name} run on {cfg.task}", "drop --dump")
     dev = resolve_device(cfg.train.device)
     if cfg.train.threads:  # the run's thread count (or --set train.threads=N), as in training
         torch.set_num_threads(cfg.train.threads)
@@ -76,11 +83,15 @@ def evaluate_checkpoint(target=None, *, ood: int | None = None, split: str | Non
         kwargs = {"size": ood, "num": num, "seed": seed, "batch_size": batch_size}
         if sizes is not None:
             kwargs["sizes"] = sizes
-        res = workload.evaluate(which, on_examples, **kwargs)
+        with answers_writer(dump) if dump is not None else contextlib.nullcontext() as on_answers:
+            if on_answers is not None:
+                kwargs["on_answers"] = on_answers
+            res = workload.evaluate(which, on_examples, **kwargs)
     finally:
         workload.close()
     randomized = which == "val" and bool(getattr(cfg.model, "random_pos", False))
     return {"checkpoint": str(path), "model": cfg.model_name, "model_label": model_label(cfg.model_name, cfg.model),
             "task": cfg.task, "split": which,
             "metric": workload.metric, "metric_label": workload.metric_label,
-            "lower_is_better": workload.lower_is_better, "random_positions": randomized, **res}
+            "lower_is_better": workload.lower_is_better, "random_positions": randomized, **res,
+            **({} if dump is None else {"dump": str(dump)})}

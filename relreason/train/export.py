@@ -39,7 +39,7 @@ def _table(res: dict) -> tuple[list[dict], list[str]]:
     """The test's rows and columns: per feature, or per (algorithm, size) for text tasks."""
     test = {**res["test"], "per_task": res.get("per_task") or {}}
     if res.get("metric") == "text_clrs":
-        from relreason.train.text import text_table
+        from relreason.eval.text_score import text_table
 
         return text_table(test)
     return score_rows(test), ["feature", "score"]

@@ -55,8 +55,9 @@ import torch
 from torch import nn
 
 from relreason.config import Config
-from relreason.data.text import SCORE_TITLES, TextScore, check_stream, draw_sample, render_dataset, score_answer
+from relreason.data.text import ExampleId, TextScore, check_stream, draw_sample, render_dataset, score_answer
 from relreason.errors import RelreasonError
+from relreason.eval.text_score import AnsweredExample, summarize_text_scores
 from relreason.seeds import Purpose, derive_seed
 from relreason.tasks import task_entries, text_pieces
 from relreason.train.workloads import WORKLOADS, Workload
@@ -71,12 +72,13 @@ SPLIT_KEYS = {"val": 0, "test": 1}  # part of the evaluation generators' seeds
 
 @dataclass
 class Group:
-    """The examples of one (algorithm, size) of a split: their truncated inputs, in stream order."""
+    """The examples of one (algorithm, size) of a split: their truncated inputs, in stream order, and ids."""
 
     task_index: int
     algorithm: str
     length: int
     samples: list[tuple]
+    ids: list[ExampleId]
 
 
 @dataclass
@@ -126,9 +128,12 @@ class ExamplePool:
         self.groups: list[Group] = []
         for i, (alg, alg_pieces) in enumerate(zip(algorithms, pieces)):
             by_length: dict[int, list[tuple]] = {}
+            ids: dict[int, list[ExampleId]] = {}
             for p in alg_pieces:
                 by_length.setdefault(p.length, []).extend(draw_piece(alg, p))
-            self.groups += [Group(i, alg, n, samples) for n, samples in by_length.items()]
+                ids.setdefault(p.length, []).extend(ExampleId(alg, p.length, p.seed, k, hints)
+                                                    for k in range(p.skip, p.skip + p.num))
+            self.groups += [Group(i, alg, n, samples, ids[n]) for n, samples in by_length.items()]
         self.offsets = np.cumsum([0] + [len(g.samples) for g in self.groups])  # (G + 1,)
 
     def __len__(self) -> int:
@@ -313,7 +318,9 @@ class TextWorkload(Workload):
 
     def evaluate(self, split: str, on_examples: Callable[[int], None] | None = None, *, size: int | None = None,
                  num: int | None = None, seed: int | None = None, batch_size: int | None = None,
-                 sizes: list[int] | None = None) -> dict:
+                 sizes: list[int] | None = None,
+                 on_answers: Callable[[list[AnsweredExample]], None] | None = None) -> dict:
+        """Scores `split`; `on_answers(examples)` receives each decoded batch's answers (`eval --dump`)."""
         if size is not None:
             raise RelreasonError("--ood sets the node count of a graph test; text tasks test at sizes",
                                  "use --sizes, e.g. --sizes 10,12,14")
@@ -323,14 +330,15 @@ class TextWorkload(Workload):
         was_training = self.model.training
         self.model.eval()
         try:
-            cells = {(g.task_index, g.length): self._evaluate_group(split, pool, i, batch_size, on_examples)
+            cells = {(g.task_index, g.length): self._evaluate_group(split, pool, i, batch_size, on_examples,
+                                                                    on_answers)
                      for i, g in enumerate(pool.groups)}
         finally:
             self.model.train(was_training)
         return self._summary(split, cells)
 
-    def _evaluate_group(self, split: str, pool: ExamplePool, g: int, batch_size: int | None, on_examples
-                        ) -> list[TextScore]:
+    def _evaluate_group(self, split: str, pool: ExamplePool, g: int, batch_size: int | None, on_examples,
+                        on_answers=None) -> list[TextScore]:
         group = pool.groups[g]
         batch = pool.render(pool.group_indices(g))
         prompt = max(len(q) for q in batch.questions) + 1  # + BOS
@@ -342,8 +350,12 @@ class TextWorkload(Workload):
         scores = []
         for start in range(0, len(batch), rows):
             part = batch.take(np.arange(start, min(start + rows, len(batch))))
-            for text, truth in zip(self.decode(part, gen), part.answers):
+            texts = self.decode(part, gen)
+            for text, truth in zip(texts, part.answers):
                 scores.append(score_answer(text, truth))
+            if on_answers is not None:
+                on_answers([AnsweredExample(i, q, t, a) for i, q, t, a in
+                            zip(group.ids[start: start + len(part)], part.questions, texts, part.answers)])
             if on_examples is not None:
                 on_examples(len(part))
         return scores
@@ -363,23 +375,7 @@ class TextWorkload(Workload):
         return self.tokenizer.decode_batch(out.cpu())
 
     def _summary(self, split: str, cells: dict[tuple[int, int], list[TextScore]]) -> dict:
-        per_task, by_task = {}, {}
-        for (i, n), scores in sorted(cells.items()):
-            alg = self.algorithms[i]
-            mean = TextScore.mean(scores)
-            per_task[f"{alg}@{n}"] = {"score": mean.clrs, "outputs": {k: getattr(mean, k) for k in SCORE_TITLES},
-                                      "hints": {}, "algorithm": alg, "size": n, "num": len(scores),
-                                      "label": f"{split}, n={n}, {len(scores)} examples"}
-            by_task.setdefault(i, []).extend(scores)
-        means = [TextScore.mean(s) for _, s in sorted(by_task.items())]
-        outputs = {k: float(np.mean([getattr(m, k) for m in means])) for k in SCORE_TITLES}
-        sizes = sorted({n for _, n in cells})
-        counts = sorted({len(s) for s in cells.values()})
-        per = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
-        label = (f"{split}, n={'/'.join(map(str, sizes))}, {per} examples per algorithm and size"
-                 + (f", mean over {len(means)} algorithms" if len(means) > 1 else ""))
-        return {"score": outputs["clrs"], "outputs": outputs, "hints": {}, "per_task": per_task,
-                "size": max(sizes), "num": sum(len(s) for s in cells.values()), "label": label}
+        return summarize_text_scores(split, [(self.algorithms[i], n, s) for (i, n), s in sorted(cells.items())])
 
 
 class FrozenNar(nn.Module):
@@ -506,17 +502,3 @@ def build_text_workload(cfg: Config, device: torch.device) -> TextWorkload:
 
 
 WORKLOADS.register("text", build_text_workload)
-
-
-# -- reporting -------------------------------------------------------------------------------------
-
-TEXT_COLUMNS = ["algorithm", "size", *SCORE_TITLES.values()]
-
-
-def text_table(res: dict) -> tuple[list[dict], list[str]]:
-    """Rows (algorithm, size, shape, parse, CLRS) of a text evaluation's `per_task`, then the mean."""
-    cells = (res.get("per_task") or {}).values()
-    rows = [{"algorithm": r["algorithm"], "size": r["size"], **{t: r["outputs"][k] for k, t in SCORE_TITLES.items()}}
-            for r in cells]
-    rows.append({"algorithm": "mean", "size": "all", **{t: res["outputs"][k] for k, t in SCORE_TITLES.items()}})
-    return rows, TEXT_COLUMNS
