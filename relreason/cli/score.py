@@ -24,16 +24,16 @@ def score_cmd(
         show_default="none: the examples the ids name")] = None,
     split: Annotated[Optional[str], typer.Option(
         "--split", help="Or draw the truth again: this split of --preset (train, val, test).",
-        show_default=False)] = None,
+        show_default="none: no split drawn")] = None,
     preset: Annotated[Optional[str], typer.Option(
-        "--preset", help=f"Text split preset of --split: {', '.join(TEXT_PRESETS)} (default {DEFAULT_PRESET}).",
-        show_default=False)] = None,
+        "--preset", help=f"Text split preset of --split: {', '.join(TEXT_PRESETS)}.",
+        show_default=DEFAULT_PRESET)] = None,
     sizes: Annotated[Optional[str], typer.Option("--sizes", help="Or a custom split: sizes, e.g. 4-8,12 "
-                                                 "(with --num and --seed).", show_default=False)] = None,
+                                                 "(with --num and --seed).", show_default="none")] = None,
     num: Annotated[Optional[int], typer.Option("--num", help="Custom split: examples per size.",
-                                               show_default=False)] = None,
+                                               show_default="none")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Custom split: the stream's seed.",
-                                                show_default=False)] = None,
+                                                show_default="none")] = None,
     hints: Annotated[bool, typer.Option("--hints", help="The split's questions show the hint trace.")] = False,
     algorithms: Annotated[Optional[str], typer.Option(
         "--algorithms", help="Algorithms of the split, comma-separated.",

@@ -162,7 +162,7 @@ def eval_cmd(
     runs: Annotated[Path, typer.Option("--runs", help="Where to look for the newest run.")] = Path("runs"),
     dump: Annotated[Optional[Path], typer.Option("--dump", help="Text runs: also write every example evaluated "
                                                  "with the model's answer to this JSONL file (what `relreason score` "
-                                                 "reads).", show_default=False)] = None,
+                                                 "reads).", show_default="none: no file")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate a checkpoint with its task's metric (per output feature, and the task score).

@@ -117,3 +117,9 @@ def test_dump_applies_to_text_runs(trained, tmp_path):
     res = invoke("eval", root / "runs" / "tiny", "--dump", dump)
     assert res.exit_code == 1 and "--dump writes the answers of text runs" in res.output, res.output
     assert res.output.count("Error:") == 1 and not dump.exists()
+
+
+def test_help_ends_with_examples():
+    res = runner.invoke(app, ["score", "--help"], env={"COLUMNS": "200"})
+    examples = ok(res).split("Examples:")[1]
+    assert examples.count("relreason score ") == 3 and "--dump" in res.stdout.split("Examples:")[0]

@@ -73,13 +73,13 @@ def test_files_keep_their_fields_and_load_as_before(tmp_path):
 
 def test_summary_averages_per_cell_then_over_algorithms():
     s = lambda shape, parse, clrs: TextScore(shape, parse, clrs)  # noqa: E731
-    res = summarize_text_scores("test", [("bfs", 4, [s(1, 1, 1), s(0, 1, 0)]), ("bfs", 5, [s(1, 1, 0.5)] * 2),
+    res = summarize_text_scores("test", [("bfs", 4, [s(1, 1, 1), s(0, 1, 0)]), ("bfs", 5, [s(1, 1, 1)]),
                                          ("dfs", 4, [s(0, 0, 0)])])
     assert res["per_task"]["bfs@4"]["outputs"] == {"shape": 0.5, "parse": 1.0, "clrs": 0.5}
-    assert list(res["per_task"]) == ["bfs@4", "bfs@5", "dfs@4"] and res["per_task"]["bfs@5"]["num"] == 2
-    # bfs: the mean of its 4 examples (0.5 CLRS), dfs 0: the mean over the two algorithms
-    assert res["outputs"] == {"shape": pytest.approx(0.375), "parse": pytest.approx(0.5), "clrs": pytest.approx(0.25)}
-    assert res["score"] == res["outputs"]["clrs"] and res["num"] == 5 and res["size"] == 5
+    assert list(res["per_task"]) == ["bfs@4", "bfs@5", "dfs@4"] and res["per_task"]["bfs@4"]["num"] == 2
+    # bfs: the mean of its 3 examples (2/3 CLRS, not the mean of its cells, 3/4), dfs 0; then the mean of the two
+    assert res["outputs"] == {"shape": pytest.approx(1 / 3), "parse": pytest.approx(0.5), "clrs": pytest.approx(1 / 3)}
+    assert res["score"] == res["outputs"]["clrs"] and res["num"] == 4 and res["size"] == 5
     assert res["label"] == "test, n=4/5, 1-2 examples per algorithm and size, mean over 2 algorithms"
 
 
