@@ -714,7 +714,8 @@ class TextSplitRequest:
     def meta(self) -> dict:
         return {"algorithm": self.algorithm, "name": self.name, "preset": self.preset, "split": self.split,
                 "hints": self.hints, "decimals": self.decimals, "num": self.num,
-                "pieces": [[p.length, p.seed, p.num, p.skip] for p in self.pieces], "format": 1,
+                "pieces": [[p.length, p.seed, p.num, p.skip] for p in self.pieces],
+                "format": 2,  # 2: every line carries its example id (1: none), so older caches regenerate
                 "relreason": __version__}
 
 
