@@ -1,12 +1,14 @@
 """Tasks a model can be trained on, their kinds, and named groups of them.
 
-Every registered CLRS algorithm is a task of the same name (kind `clrs`, data from `relreason.data`);
-`lobster` and `lobster_weighted` are end-to-end tasks (kind `lobster`). Text tasks (`text:ALG`, kind
-`text`) are registered by `relreason.data.text` when present. A task kind decides the `data:`
-config section, the metric and the model family that can train on it.
+Every registered CLRS algorithm is a task of the same name (kind `clrs`, data from `relreason.data`),
+and one with a text form is also a text task `text:ALG` (kind `text`, CLRS-Text); `lobster` and
+`lobster_weighted` are end-to-end tasks (kind `lobster`). A task kind decides the `data:` config
+section, the metric and the model family that can train on it. The algorithms' tasks follow the
+algorithm registry live: an algorithm registered later (a plugin's) is a task at the next lookup.
 
-Groups name lists of tasks wherever a task list is accepted (`--tasks core8`, `train mpnn core8`):
-`core8` (the RT paper's eight core tasks), `clrs30`, one per algorithm class (`sorting`,
+Groups name lists of tasks wherever a task list is accepted (`--tasks core8`, `train mpnn core8`): the
+algorithms' groups (`relreason.data.algorithms.algorithm_groups`: `core8`, the RT paper's eight core
+tasks, and any group an algorithm names; `clrs30`, the benchmark; one per algorithm class, `sorting`,
 `graphs`, ...), and the same with a `text:` prefix for text tasks (`text:core8`). Groups only ever
 list registered tasks. A task string that names several tasks (a group or `bfs,dfs`) trains one
 multi-task model; all its tasks must be of one kind.
@@ -17,11 +19,11 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Iterator, Mapping
 
-from relreason.data.algorithms import ALGORITHMS
+from relreason.data.algorithms import ALGORITHMS, algorithm_groups
 from relreason.data.config import ClrsDataConfig, LobsterDataConfig, TextDataConfig
-from relreason.data.specs import ALGORITHM_INFO, CORE8, Spec
+from relreason.data.specs import Spec
 from relreason.data.trajectory import Dataset
 from relreason.errors import RelreasonError
 from relreason.registry import Registry
@@ -56,7 +58,51 @@ class Task:
         return Scorer(spec)
 
 
-TASKS: Registry[Task] = Registry("task", "relreason list tasks")
+class TaskRegistry(Registry[Task]):
+    """The task registry: the tasks registered here, plus a clrs task (and, with a text form, a text task)
+    for every registered algorithm, added whenever the registry is read, so that an algorithm registered
+    after this module was imported (a plugin's) is a task too. Tasks are never removed."""
+
+    def _sync(self) -> None:
+        for name in ALGORITHMS.names():
+            if not super().__contains__(name):
+                super().register(name, _clrs_task(name))
+            elif super().get(name).algorithm != name:
+                raise RelreasonError(f"algorithm {name!r} has the name of a task of another kind",
+                                     f"register the algorithm under another name (see `{self.list_command}`)")
+            if ALGORITHMS.get(name).text is not None and not super().__contains__(TEXT_PREFIX + name):
+                super().register(TEXT_PREFIX + name, _text_task(name))
+
+    def get(self, name: str) -> Task:
+        self._sync()
+        return super().get(name)
+
+    def suggest(self, name: str) -> str:
+        self._sync()
+        return super().suggest(name)
+
+    def names(self) -> list[str]:
+        self._sync()
+        return super().names()
+
+    def items(self) -> list[tuple[str, Task]]:
+        self._sync()
+        return super().items()
+
+    def __contains__(self, name: object) -> bool:
+        self._sync()
+        return super().__contains__(name)
+
+    def __iter__(self) -> Iterator[str]:
+        self._sync()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._sync()
+        return super().__len__()
+
+
+TASKS: Registry[Task] = TaskRegistry("task", "relreason list tasks")
 
 METRIC_LABELS = {  # how a score is named beside its number
     "clrs": "CLRS score (mean of output accuracies / F1), higher is better",
@@ -89,9 +135,14 @@ def _clrs_writer(name: str) -> Callable[..., Path]:
     return functools.partial(write_split, name)
 
 
+def _clrs_task(name: str) -> Task:
+    """A CLRS algorithm as a task: its canonical splits, hints and the CLRS metric."""
+    return Task(name, "clrs", ALGORITHMS.get(name).spec, _clrs_loader(name), _clrs_writer(name), algorithm=name)
+
+
+# Listed in this order: the algorithms, the lobsters, then the text tasks (which the first read adds).
 for _name in ALGORITHMS.names():
-    TASKS.register(_name, Task(_name, "clrs", ALGORITHM_INFO[_name].spec, _clrs_loader(_name), _clrs_writer(_name),
-                               algorithm=_name))
+    TASKS.register(_name, _clrs_task(_name))
 
 
 def _lobster_task(name: str, weighted: bool) -> Task:
@@ -203,29 +254,17 @@ def _text_task(algorithm: str) -> Task:
                 algorithm=algorithm)
 
 
-for _name in ALGORITHMS.names():
-    TASKS.register(TEXT_PREFIX + _name, _text_task(_name))
-
-
-def _load_text_tasks() -> None:
-    """Text tasks are registered with the others (kept as a hook for lazily registered task kinds)."""
-
-
 def task_groups() -> dict[str, list[str]]:
-    """Named groups of registered tasks (text groups carry the `text:` prefix)."""
-    _load_text_tasks()
-    groups = {"core8": [t for t in CORE8 if t in TASKS], "clrs30": [t for t in ALGORITHM_INFO if t in TASKS]}
-    for name in ALGORITHM_INFO:
-        if name in TASKS:
-            groups.setdefault(ALGORITHM_INFO[name].klass, []).append(name)
+    """Named groups of registered tasks (text groups carry the `text:` prefix), computed now from the
+    algorithms' groups (relreason.data.algorithms.algorithm_groups)."""
+    groups = {g: [t for t in members if t in TASKS] for g, members in algorithm_groups().items()}
     text = {TEXT_PREFIX + g: [TEXT_PREFIX + t for t in members if TEXT_PREFIX + t in TASKS]
             for g, members in groups.items()}
-    return {**groups, **{g: m for g, m in text.items() if m}}
+    return {**{g: m for g, m in groups.items() if m}, **{g: m for g, m in text.items() if m}}
 
 
 def expand_tasks(text: str) -> list[str]:
     """`"core8,bfs"` -> the task names, groups expanded, duplicates dropped, order kept."""
-    _load_text_tasks()
     groups = task_groups()
     names: list[str] = []
     for item in (x.strip() for x in str(text).split(",")):

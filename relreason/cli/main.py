@@ -66,8 +66,8 @@ Rows = list[dict]
 
 
 def _algorithms() -> Rows:
-    from relreason.data.algorithms import ALGORITHMS
-    from relreason.data.specs import ALGORITHM_INFO, CANONICAL_SPLITS, Stage, canonical_split
+    from relreason.data.algorithms import ALGORITHM_INFO, ALGORITHMS, canonical_split
+    from relreason.data.specs import CANONICAL_SPLITS, Stage
 
     rows = []
     for name in ALGORITHMS.names():

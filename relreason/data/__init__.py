@@ -5,9 +5,9 @@
     ds = generate("bellman_ford", split="test")
 """
 
-from relreason.data.algorithms import ALGORITHMS
+from relreason.data.algorithms import ALGORITHM_INFO, ALGORITHMS, SPECS
 from relreason.data.generate import generate, iter_chunks, run_algorithm
-from relreason.data.specs import ALGORITHM_INFO, SPECS, Feature, Location, Stage, Type
+from relreason.data.specs import Feature, Location, Stage, Type
 from relreason.data.trajectory import Dataset, Trajectory
 
 __all__ = ["ALGORITHMS", "ALGORITHM_INFO", "SPECS", "Dataset", "Feature", "Location", "Stage", "Trajectory", "Type",

@@ -13,8 +13,8 @@ from typing import Iterator
 import numpy as np
 
 from relreason import __version__
-from relreason.data.algorithms import ALGORITHMS, Algorithm
-from relreason.data.specs import ALGORITHM_INFO, canonical_split, spec_hash, spec_to_json
+from relreason.data.algorithms import ALGORITHMS, Algorithm, canonical_split
+from relreason.data.specs import spec_hash, spec_to_json
 from relreason.data.trajectory import Dataset, Trajectory
 from relreason.errors import RelreasonError
 
@@ -113,7 +113,7 @@ def _bytes_per_sample(part: Dataset) -> float:
 
 
 def split_meta(name: str, split: str, size: int, num: int, seed: int) -> dict:
-    spec = ALGORITHM_INFO[name].spec
+    spec = ALGORITHMS.get(name).spec
     return {"algorithm": name, "split": split, "size": size, "num": num, "seed": seed,
             "spec": spec_to_json(spec), "spec_hash": spec_hash(spec), "relreason": __version__}
 

@@ -25,7 +25,8 @@ from typing import Collection
 
 import numpy as np
 
-from relreason.data.specs import SPECS, Feature, Spec, Stage, Type
+from relreason.data.catalog import ALGORITHMS
+from relreason.data.specs import Feature, Spec, Stage, Type
 from relreason.data.trajectory import Dataset, Trajectory, storage_dtype
 
 
@@ -38,7 +39,7 @@ class Recorder:
 
     def __init__(self, algorithm: str, n: int, batch: int | None = None, spec: Spec | None = None):
         self.algorithm = algorithm
-        self.spec = spec if spec is not None else SPECS[algorithm]
+        self.spec = spec if spec is not None else ALGORITHMS.get(algorithm).spec
         self.n = n
         self.batch = batch
         self._names = {s: frozenset(k for k, f in self.spec.items() if f.stage is s) for s in Stage}

@@ -158,6 +158,23 @@ class CommunitySampler:
         return (random_community_graph(rng, length, k=self.k, p=self.p, eps=self.eps, directed=self.directed),)
 
 
+def truncate(values: tuple, decimals: int | None) -> tuple:
+    """A sample's inputs with every float array and float truncated toward zero to `decimals`
+    (the reference's `Sampler._trunc_array`: np.trunc(x * 10**d) / 10**d); integer inputs untouched.
+    CLRS-Text draws its samples so (`relreason.data.text`); None leaves them as drawn."""
+    if decimals is None:
+        return values
+    scale = 10**decimals
+    out = []
+    for v in values:
+        if isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.floating):
+            v = np.trunc(v * scale) / scale
+        elif isinstance(v, float):  # Python floats and np.float64 (binary_search's target)
+            v = float(np.trunc(v * scale) / scale)
+        out.append(v)
+    return tuple(out)
+
+
 def takes_option(sample: SampleFn, option: str) -> bool:
     """Whether `sample` has the reference sampler option `option` (a field of a sampler dataclass)."""
     return dataclasses.is_dataclass(sample) and option in {f.name for f in dataclasses.fields(sample)}

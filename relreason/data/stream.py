@@ -21,9 +21,9 @@ The distribution (facts from run.py `create_samplers` / `make_multi_sampler` and
   batches in turn). The string matchers instead always use max(sizes) * 5 // 4 = 20 nodes (haystack +
   needle), their variability being the needle. A size is the sampler's `length`, as in the canonical
   splits: optimal_bst has size + 1 nodes and segments_intersect always 4.
-- Graphs: the edge probability p is drawn per sample from (0.1, 0.2, ..., 0.9), halved for
-  articulation_points, bridges and mst_kruskal; it applies wherever the reference sampler takes a `p`
-  (every ER graph and the SCC communities).
+- Graphs: the edge probability p is drawn per sample from (0.1, 0.2, ..., 0.9), halved for the
+  algorithms registered with `StreamForm(sparse=True)` (articulation_points, bridges and mst_kruskal);
+  it applies wherever the reference sampler takes a `p` (every ER graph and the SCC communities).
 - String matchers: the needle length is drawn per sample uniformly from 1..8 (run.py
   `--length_needle=-8`); the haystack has the remaining nodes.
 - Everything else as in the canonical samplers, and each sample is drawn with the reference sampler's
@@ -50,6 +50,7 @@ by themselves when the parent process dies.
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
 import pickle
@@ -68,9 +69,8 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from relreason.data import samplers
-from relreason.data.algorithms import ALGORITHMS, Algorithm
+from relreason.data.algorithms import ALGORITHMS, SPECS, Algorithm, live_names
 from relreason.data.generate import run_samples
-from relreason.data.specs import SPECS
 from relreason.data.trajectory import Dataset
 from relreason.errors import RelreasonError
 
@@ -79,9 +79,9 @@ SIZES = (4, 7, 11, 13, 16)  # run.py --train_lengths
 BATCH_SIZE = 32  # run.py --batch_size
 # run.py create_samplers: p = tuple(0.1 + 0.1 * i for i in range(9)), the same floats
 EDGE_PROBABILITIES = tuple(0.1 + 0.1 * i for i in range(9))
-# "a lower connection probability for [these], otherwise trajectories are very long" (run.py); the
-# reference also names bipartite_matching, which is not a CLRS-30 algorithm.
-SPARSE_ALGORITHMS = frozenset({"articulation_points", "bridges", "mst_kruskal"})
+# The algorithms registered with StreamForm(sparse=True), a live set: "a lower connection probability for
+# [these], otherwise trajectories are very long" (run.py; it also names bipartite_matching, not in CLRS-30).
+SPARSE_ALGORITHMS = live_names(lambda a: a.stream.sparse)
 HALVED_EDGE_PROBABILITIES = tuple(float(p) for p in np.array(EDGE_PROBABILITIES) / 2)  # as run.py computes them
 LENGTH_NEEDLE = -8  # run.py --length_needle: negative = uniform in 1..8 per sample
 
@@ -138,7 +138,7 @@ class TrainingStream:
         """The p values drawn from per sample, or None when the sampler draws no graph."""
         if not samplers.takes_option(self._alg.sample, "p"):
             return None
-        return HALVED_EDGE_PROBABILITIES if self.algorithm in SPARSE_ALGORITHMS else EDGE_PROBABILITIES
+        return HALVED_EDGE_PROBABILITIES if self._alg.stream.sparse else EDGE_PROBABILITIES
 
     @property
     def schedule(self) -> tuple[int, ...]:
@@ -276,9 +276,13 @@ class MultiPrefetcher:
         self._spool = _spool_dir()
         self._stop = ctx.Event()
         self._queues = [ctx.Queue(maxsize=depth) for _ in range(workers)]
+        # a spawned worker starts with the built-in algorithms only: it imports the modules that registered
+        # the others (a plugin's), so that their streams run there too
+        modules = tuple(dict.fromkeys(ALGORITHMS.get(s.algorithm).module for s in self.streams
+                                      if s.algorithm in ALGORITHMS))
         self._procs = [ctx.Process(target=_produce, name=f"relreason-data-{j}", daemon=True,
                                    args=(self.streams, rows, start_step + j, workers, stop_step, q, self._stop,
-                                         self._spool))
+                                         self._spool, modules))
                        for j, q in enumerate(self._queues)]
         # The finalizer holds no reference to self: it runs on close(), on garbage collection and at exit.
         self._finalizer = weakref.finalize(self, _shutdown, self._procs, self._queues, self._stop, self._spool)
@@ -348,12 +352,16 @@ class Prefetcher(MultiPrefetcher):
         return step, ds
 
 
-def _produce(streams, rows, first: int, stride: int, stop_step: int | None, q, stop, spool: str) -> None:
-    """A worker's loop: the batches of steps first, first + stride, ... into spool files named in q."""
+def _produce(streams, rows, first: int, stride: int, stop_step: int | None, q, stop, spool: str,
+             modules: tuple[str, ...]) -> None:
+    """A worker's loop: the batches of steps first, first + stride, ... into spool files named in q, after
+    importing `modules` (those that registered the streams' algorithms)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it then stops us
     parent = multiprocessing.parent_process()
     step = first
     try:
+        for module in modules:
+            importlib.import_module(module)
         while stop_step is None or step < stop_step:
             path = os.path.join(spool, f"{step}.pickle")
             with open(path, "wb") as f:

@@ -25,8 +25,10 @@ values as `[[a b], [c d]]`; floats as numpy prints float64 (= Python's repr), in
 mask and pointer as ints, mask_one as its index, categoricals as their class index (-1 where an edge
 categorical is masked); a sorting output (should_be_permutation) prints the keys in the order it
 encodes. The trace shows the hints named `<output>_h`, printed like their output, except in the
-search and string tasks (`TRACE_FEATURES`); segments_intersect has no such hint, so its text is the
-same with and without hints.
+search and string tasks, which name their trace features (`TextForm.trace`); segments_intersect has
+no such hint, so its text is the same with and without hints. Every per-algorithm choice is the
+algorithm's `TextForm`, declared where it is registered (relreason.data.catalog); an algorithm
+registered without one has no text form.
 
 Scores (TransNAR, Bounsi et al. 2024) compare a model's answer with the true one; see `score_answer`.
 Splits: named presets (`TEXT_PRESETS`: the TransNAR paper's and the reference generator's) resolve to
@@ -46,18 +48,16 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
 from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from relreason import __version__
 from relreason.data import samplers
-from relreason.data.algorithms import ALGORITHMS, Algorithm
-from relreason.data.algorithms.geometry import (COLLINEAR_ATTEMPTS, DISK_ORIGIN, DISK_RADIUS, has_collinear_triple,
-                                                sample_disk_points)
+from relreason.data.algorithms import ALGORITHMS, Algorithm, AlgorithmView, TextForm
 from relreason.data.generate import MAX_NUM, MAX_SIZE, run_samples
-from relreason.data.specs import MASKED, SPECS, Feature, Location, Stage, Type
+from relreason.data.samplers import truncate
+from relreason.data.specs import MASKED, Feature, Location, Stage, Type
 from relreason.data.trajectory import Dataset, Trajectory
 from relreason.errors import RelreasonError
 from relreason.registry import Registry
@@ -68,72 +68,22 @@ from relreason.registry import Registry
 DECIMALS = 3
 CHUNK = 256  # examples run as one lockstep batch: amortizes the per-call cost; the text does not depend on it
 
-# --- the reference's per-algorithm choices (clrs_utils.py) -----------------------------------------
-
-# With hints, these algorithms show these hint features as the trace, under their own names, instead of
-# the `<output>_h` hints (CLRS_STRING_MATCHING_TASKS_OUTPUT_REPLACER, CLRS_SEARCH_TAKS_OUTPUT_REPLACER).
-TRACE_FEATURES: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "naive_string_matcher": ("s",),
-    "kmp_matcher": ("s",),
-    "binary_search": ("low", "high"),
-    "find_maximum_subarray_kadane": ("best_low", "best_high"),
-    "quickselect": ("pivot",),
-})
-# With hints, the final answer of the search tasks is their trace features' last step (not the outputs);
-# the string matchers keep printing `match`.
-ANSWER_FROM_TRACE = frozenset({"binary_search", "find_maximum_subarray_kadane", "quickselect"})
-# With hints, each trace step (and the names and the final answer) is wrapped as "(a, b)" (CLRS_PARENTHESES_TRACES).
-PARENTHESIZED = frozenset({"binary_search", "find_maximum_subarray_kadane"})
-# Scalar inputs the reference's samplers draw as integer arrays, so they print as "3", not "3.0":
-# unweighted ER graphs (`binomial`) and task deadlines (`randint + 1`). The community graph of SCC is
-# built in a float matrix and prints "1.0". (Our storage keeps every scalar as float64.)
-INTEGER_INPUTS: Mapping[str, frozenset[str]] = MappingProxyType({
-    **{name: frozenset({"A"}) for name in ("dfs", "bfs", "topological_sort", "articulation_points", "bridges")},
-    "task_scheduling": frozenset({"d"}),
-})
-
 # --- drawing the reference's text stream ------------------------------------------------------------
 
 
-def truncate(values: tuple, decimals: int | None) -> tuple:
-    """A sample's inputs with every float array and float truncated toward zero to `decimals`
-    (the reference's `Sampler._trunc_array`: np.trunc(x * 10**d) / 10**d); integer inputs untouched."""
-    if decimals is None:
-        return values
-    scale = 10**decimals
-    out = []
-    for v in values:
-        if isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.floating):
-            v = np.trunc(v * scale) / scale
-        elif isinstance(v, float):  # Python floats and np.float64 (binary_search's target)
-            v = float(np.trunc(v * scale) / scale)
-        out.append(v)
-    return tuple(out)
-
-
-def _truncated_disk_points(rng: samplers.RandomState, length: int, decimals: int) -> tuple[np.ndarray, np.ndarray]:
-    """The convex-hull sampler as the reference runs it with truncation: its ConvexHullSampler truncates the
-    points *inside* the collinearity loop (so a draw is rejected when the truncated points are collinear,
-    which changes the stream), and the sampler truncates them once more afterwards (`truncate` in
-    `draw_sample`), which moves ~0.6% of the coordinates by 0.001. The draws are `sample_disk_points`'."""
-    for _ in range(COLLINEAR_ATTEMPTS):
-        thetas = samplers.random_sequence(rng, length, 0.0, 2.0 * np.pi)
-        rs = DISK_RADIUS * np.sqrt(samplers.random_sequence(rng, length, 0.0, 1.0))
-        xs, ys = truncate((rs * np.cos(thetas) + DISK_ORIGIN[0], rs * np.sin(thetas) + DISK_ORIGIN[1]), decimals)
-        if not has_collinear_triple(xs, ys):
-            return xs, ys
-    raise RelreasonError(f"could not draw {length} points without a collinear triple in {COLLINEAR_ATTEMPTS} tries",
-                         "use fewer points")
-
-
-# Samplers whose draws depend on the truncation (keyed by the registered sampler they replace).
-_TRUNCATING_SAMPLERS: dict[Callable, Callable] = {sample_disk_points: _truncated_disk_points}
+def text_form(algorithm: str) -> TextForm:
+    """The CLRS-Text form of a registered algorithm (a one-line error when it has none)."""
+    form = ALGORITHMS.get(algorithm).text
+    if form is None:
+        raise RelreasonError(f"{algorithm} has no CLRS-Text form",
+                             "its registration gives none (text=TextForm(...) in relreason.data.algorithms.register)")
+    return form
 
 
 def draw_sample(alg: Algorithm, rng: samplers.RandomState, length: int, decimals: int | None) -> tuple:
     """One sample of the text stream: the algorithm's sampler, then the truncation, as the reference's
     `Sampler._make_batch` does (`_sample_data`, then `_trunc_array`)."""
-    special = _TRUNCATING_SAMPLERS.get(alg.sample) if decimals is not None else None
+    special = text_form(alg.name).truncated_sample if decimals is not None else None
     raw = special(rng, length, decimals) if special is not None else alg.sample(rng, length)
     return truncate(raw, decimals)
 
@@ -142,6 +92,7 @@ def check_stream(algorithm: str, length: int, seed: int, num: int | None = None,
                  skip: int = 0) -> Algorithm:
     """Validates one stream's parameters (one-line errors); returns the algorithm."""
     alg = ALGORITHMS.get(algorithm)
+    text_form(algorithm)
     if not alg.min_size <= length <= MAX_SIZE:
         raise RelreasonError(f"size {length} is out of range for {algorithm}",
                              f"use {alg.min_size} <= size <= {MAX_SIZE}")
@@ -183,30 +134,31 @@ class TextFormat:
         return len(self.trace) if self.answer_from_trace else len(self.outputs)
 
 
-_FORMATS: dict[tuple[str, bool], TextFormat] = {}
+_FORMATS: dict[tuple[Algorithm, bool], TextFormat] = {}
 
 
 def text_format(algorithm: str, hints: bool) -> TextFormat:
-    """The rendering plan of `algorithm` (cached), from its spec and the reference's per-algorithm choices."""
-    key = (algorithm, hints)
+    """The rendering plan of `algorithm` (cached), from its spec and its text form (the reference's choices)."""
+    key = (ALGORITHMS.get(algorithm), hints)
     if key not in _FORMATS:
-        spec = SPECS[algorithm]
+        form = text_form(algorithm)
+        spec = key[0].spec
         inputs = tuple(f for f in spec.values() if f.stage is Stage.INPUT
                        and f.name != "pos" and not (f.name == "adj" and "A" in spec))
         outputs = tuple(f for f in spec.values() if f.stage is Stage.OUTPUT)
-        special = TRACE_FEATURES.get(algorithm)
+        special = form.trace
         trace: tuple[tuple[str, Feature], ...] = ()
         if hints:
             hint_names = [f.name for f in spec.values() if f.stage is Stage.HINT]
-            if special is not None:  # the hint prints under its own name and spec
+            if special:  # the hint prints under its own name and spec
                 trace = tuple((h, spec[h]) for h in hint_names if h in special)
             else:  # `x_h` prints as the output `x` (a sorting `pred_h` as sorted keys)
                 outs = {f.name for f in outputs}
                 trace = tuple((h, spec[h[:-2]]) for h in hint_names if h[:-2] in outs)
-        from_trace = hints and algorithm in ANSWER_FROM_TRACE
-        names = special if hints and special is not None else tuple(f.name for f in outputs)
+        from_trace = hints and form.answer_from_trace
+        names = special if hints and special else tuple(f.name for f in outputs)
         _FORMATS[key] = TextFormat(algorithm, inputs, outputs, tuple(names), trace, from_trace,
-                                   hints and algorithm in PARENTHESIZED, INTEGER_INPUTS.get(algorithm, frozenset()))
+                                   hints and form.parenthesized, form.integer_inputs)
     return _FORMATS[key]
 
 
@@ -604,35 +556,25 @@ PAPER_EXAMPLES = 10_000
 PAPER_TRAIN_FRACTION = 0.7
 
 # The reference generator's defaults (clrs/_src/clrs_text/generate_clrs_text.py): train lengths per
-# algorithm, seed 0, 10,000 examples per length; validation lengths per algorithm, seeds
-# [3, 14, 35, 81, 94], 125 examples per (length, seed), lengths outer, seeds inner.
-_ALL_TRAIN = (4, 5, 10, 11, 12, 15, 19, 23, 28, 31)
-REFERENCE_TRAIN_LENGTHS: Mapping[str, tuple[int, ...]] = MappingProxyType({
-    "articulation_points": _ALL_TRAIN[:7], "activity_selector": _ALL_TRAIN, "bellman_ford": _ALL_TRAIN,
-    "bfs": _ALL_TRAIN, "binary_search": _ALL_TRAIN, "bridges": _ALL_TRAIN[:2], "bubble_sort": _ALL_TRAIN[:3],
-    "dag_shortest_paths": _ALL_TRAIN[:7], "dfs": _ALL_TRAIN[:8], "dijkstra": _ALL_TRAIN[:9],
-    "find_maximum_subarray_kadane": _ALL_TRAIN, "floyd_warshall": _ALL_TRAIN[:3], "graham_scan": _ALL_TRAIN,
-    "heapsort": _ALL_TRAIN[:3], "insertion_sort": _ALL_TRAIN, "jarvis_march": _ALL_TRAIN[:5],
-    "kmp_matcher": _ALL_TRAIN, "lcs_length": _ALL_TRAIN[:3], "matrix_chain_order": _ALL_TRAIN[:3],
-    "minimum": _ALL_TRAIN, "mst_kruskal": _ALL_TRAIN[:3], "mst_prim": _ALL_TRAIN[:9],
-    "naive_string_matcher": _ALL_TRAIN, "optimal_bst": _ALL_TRAIN[:3], "quickselect": _ALL_TRAIN,
-    "quicksort": _ALL_TRAIN[:3], "segments_intersect": _ALL_TRAIN, "strongly_connected_components": _ALL_TRAIN[:6],
-    "task_scheduling": _ALL_TRAIN, "topological_sort": _ALL_TRAIN[:8],
-})
-# Validation lengths run from 4 to this bound, exclusive (range(4, stop) in the reference).
-REFERENCE_VAL_STOP: Mapping[str, int] = MappingProxyType({
-    "activity_selector": 41, "articulation_points": 20, "bellman_ford": 33, "bfs": 42, "binary_search": 65,
-    "bridges": 8, "bubble_sort": 12, "dag_shortest_paths": 20, "dfs": 21, "dijkstra": 26,
-    "find_maximum_subarray_kadane": 65, "floyd_warshall": 12, "graham_scan": 32, "heapsort": 12,
-    "insertion_sort": 26, "jarvis_march": 14, "kmp_matcher": 65, "lcs_length": 13, "matrix_chain_order": 13,
-    "minimum": 65, "mst_kruskal": 11, "mst_prim": 27, "naive_string_matcher": 65, "optimal_bst": 11,
-    "quickselect": 65, "quicksort": 13, "segments_intersect": 65, "strongly_connected_components": 17,
-    "task_scheduling": 42, "topological_sort": 22,
-})
+# algorithm (its `TextForm.train_lengths`), seed 0, 10,000 examples per length; validation lengths per
+# algorithm (4 to its `TextForm.val_stop`, exclusive), seeds [3, 14, 35, 81, 94], 125 examples per
+# (length, seed), lengths outer, seeds inner. The two mappings are live views of the registrations.
+REFERENCE_TRAIN_LENGTHS: Mapping[str, tuple[int, ...]] = AlgorithmView(
+    lambda a: None if a.text is None else a.text.train_lengths)
+REFERENCE_VAL_STOP: Mapping[str, int] = AlgorithmView(lambda a: None if a.text is None else a.text.val_stop)
 REFERENCE_TRAIN_SEEDS = (0,)
 REFERENCE_TRAIN_EXAMPLES = 10_000
 REFERENCE_VAL_SEEDS = (3, 14, 35, 81, 94)
 REFERENCE_VAL_EXAMPLES = 125
+
+
+def _reference_form(algorithm: str) -> TextForm:
+    """The text form of an algorithm the reference generator knows (a one-line error otherwise)."""
+    form = text_form(algorithm)
+    if form.train_lengths is None:
+        raise RelreasonError(f"{algorithm} has no lengths in the reference generator (clrs_text preset)",
+                             "use the paper preset, or a custom split (--sizes, --num, --seed)")
+    return form
 
 
 def _grid(lengths: Sequence[int], seeds: Sequence[int], num: int) -> tuple[TextPiece, ...]:
@@ -650,15 +592,15 @@ TEXT_PRESETS.register("paper", TextPreset(
     }))
 TEXT_PRESETS.register("clrs_text", TextPreset(
     "clrs_text", "the reference generator's defaults (generate_clrs_text.py)", {
-        "train": lambda alg: _grid(REFERENCE_TRAIN_LENGTHS[alg], REFERENCE_TRAIN_SEEDS, REFERENCE_TRAIN_EXAMPLES),
-        "val": lambda alg: _grid(range(4, REFERENCE_VAL_STOP[alg]), REFERENCE_VAL_SEEDS, REFERENCE_VAL_EXAMPLES),
+        "train": lambda alg: _grid(_reference_form(alg).train_lengths, REFERENCE_TRAIN_SEEDS, REFERENCE_TRAIN_EXAMPLES),
+        "val": lambda alg: _grid(range(4, _reference_form(alg).val_stop), REFERENCE_VAL_SEEDS, REFERENCE_VAL_EXAMPLES),
     }))
 DEFAULT_PRESET = "paper"
 
 
 def text_split(preset: str, split: str, algorithm: str) -> tuple[TextPiece, ...]:
     """The pieces (length, seed, num, skip) of a named split, e.g. `text_split("paper", "train", "dfs")`."""
-    ALGORITHMS.get(algorithm)
+    text_form(algorithm)
     return TEXT_PRESETS.get(preset).pieces(split, algorithm)
 
 

@@ -1,8 +1,8 @@
 """Model-side data: the spec transforms of the reference pipeline and a `Batch` of torch tensors.
 
 The reference trains on transformed data (google-deepmind/clrs `examples/run.py` + `samplers.py`):
-- `pred_as_input`: for the algorithms whose `pred_h` hint never changes (PRED_AS_INPUT), the hint is
-  moved to a node-pointer input `pred`;
+- `pred_as_input`: for the algorithms whose `pred_h` hint never changes (PRED_AS_INPUT: those registered
+  with `StreamForm(pred_as_input=True)`), the hint is moved to a node-pointer input `pred`;
 - `enforce_permutations`: a `should_be_permutation` pointer (sorting's `pred`) becomes a
   `permutation_pointer` (the first node points to the last, closing the cycle) plus a mask_one
   `<name>_mask` marking the first node; without it, a plain pointer;
@@ -29,18 +29,15 @@ from typing import Mapping
 import numpy as np
 import torch
 
-from relreason.data.specs import POINTER_TYPES, SPECS, Feature, Location, Spec, Stage, Type
+from relreason.data.algorithms import SPECS, live_names
+from relreason.data.specs import POINTER_TYPES, Feature, Location, Spec, Stage, Type
 from relreason.data.trajectory import Dataset
 from relreason.models.config import ModelConfig
 from relreason.models.noise import Noise, Site
 
-# Algorithms whose `pred_h` hint is constant and moved to an input (reference run.py PRED_AS_INPUT_ALGOS,
-# restricted to the CLRS-30 names).
-PRED_AS_INPUT = frozenset({
-    "binary_search", "minimum", "find_maximum_subarray_kadane", "matrix_chain_order", "lcs_length",
-    "optimal_bst", "activity_selector", "task_scheduling", "naive_string_matcher", "kmp_matcher",
-    "jarvis_march",
-})
+# Algorithms whose `pred_h` hint is constant and moved to an input (reference run.py PRED_AS_INPUT_ALGOS):
+# a live set of those registered with StreamForm(pred_as_input=True).
+PRED_AS_INPUT = live_names(lambda a: a.stream.pred_as_input)
 
 Generator = np.random.Generator | np.random.RandomState | torch.Generator | Noise
 

@@ -230,7 +230,8 @@ class TextWorkload(Workload):
     lower_is_better = False
 
     def __init__(self, cfg: Config, device: torch.device):
-        from relreason.data.specs import SPECS, spec_hash
+        from relreason.data.algorithms import SPECS
+        from relreason.data.specs import spec_hash
 
         self.cfg, self.device = cfg, device
         self.tasks = task_entries(cfg.task)

@@ -310,13 +310,14 @@ def ibarz_validation(cfg: Config, task: str, task_index: int):
     """The validation set of the Ibarz et al. protocol: drawn like training (random edge densities and
     needle lengths) at `data.val_size` nodes (string matchers: haystack + needle at the stream's
     string size, because run.py's 16 nodes cannot hold a needle of 8), 64 x multiplier samples."""
-    from relreason.data.specs import canonical_split
+    from relreason.data.algorithms import ALGORITHMS, canonical_split
+    from relreason.data.samplers import takes_option
     from relreason.data.stream import TrainingStream
 
     num = cfg.data.val_num if cfg.data.val_num is not None else \
         IBARZ_VAL_MULTIPLIER * canonical_split(task, "val").num
-    sizes = (cfg.data.val_size,) if task not in ("naive_string_matcher", "kmp_matcher") else \
-        tuple(cfg.data.stream_sizes)
+    needle = takes_option(ALGORITHMS.get(task).sample, "length_needle")  # the string matchers
+    sizes = tuple(cfg.data.stream_sizes) if needle else (cfg.data.val_size,)
     stream = TrainingStream(task, derive_seed(cfg.train.seed, Purpose.VALIDATION, task_index, 1), num, sizes)
     ds = stream.batch(0)
     ds.meta = {**ds.meta, "split": "val (ibarz stream)"}

@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 
 from relreason.cli.main import app
 from relreason.data import ALGORITHMS, run_algorithm
-from relreason.data.algorithms.geometry import sample_disk_points
+from relreason.data.algorithms.geometry import _truncated_disk_points, sample_disk_points
 from relreason.data.text import (ANSWER_CHARS, REFERENCE_TRAIN_LENGTHS, REFERENCE_VAL_STOP, TEXT_PRESETS,
-                                 ParsedAnswer, TextParseError, TextPiece, _truncated_disk_points, answer_arrays,
+                                 ParsedAnswer, TextParseError, TextPiece, answer_arrays,
                                  cached_text_split, draw_sample, load_text_split, parse_answer, parse_sizes, render,
                                  resolve_text_split, score_answer, text_batch, text_batches, text_examples,
                                  text_path, text_split, truncate, write_text_split)

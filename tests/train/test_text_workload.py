@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from relreason.ablations import ABLATIONS
 from relreason.cli.main import app
 from relreason.config import build_config
-from relreason.data.specs import ALGORITHM_INFO
+from relreason.data.algorithms import ALGORITHM_INFO
 from relreason.data.text import TEXT_PRESETS, text_batch
 from relreason.errors import RelreasonError
 from relreason.tasks import text_pieces

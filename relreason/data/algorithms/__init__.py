@@ -1,50 +1,34 @@
-"""The algorithm registry: each CLRS algorithm as a plain function plus its input sampler.
+"""The algorithms: each CLRS algorithm as a plain function, registered with everything known about it.
 
-An algorithm function takes the same positional inputs as the reference function and records its
-probes with a `Recorder`. It is registered with the sampler that draws its inputs:
+An algorithm function takes the same positional inputs as the reference function, runs a lockstep
+batch (every input carries a leading batch axis) and returns a `Dataset`; it records its probes with a
+`Recorder`. It is registered, next to its code, with all its facts (relreason.data.catalog):
 
-    @register("bellman_ford", sample=samplers.graph_sampler(0.5, weighted=True, source=True))
+    @register("bellman_ford", family="graphs", inputs="pos N sc, s N m1, A E sc, adj E m",
+              outputs="pi N ptr", hints="pi_h N ptr, d N sc, msk N m",
+              sample=samplers.graph_sampler(0.5, weighted=True, source=True),
+              text=TextForm(train_lengths=CLRS_TEXT_LENGTHS, val_stop=33), groups=("core8",))
     def bellman_ford(A, s): ...
 
-The function runs a lockstep batch: every input carries a leading batch axis and it returns a
-`Dataset`. Batched code is how generation gets fast; `run_algorithm` runs a single sample as a batch
-of one.
+Importing this package registers the benchmark's 30 algorithms, one module per CLRS-30 class, in the
+reference's order (the order of the `clrs30` group). Another package's algorithm is registered the
+same way, in its own module: importing that module makes it a task everywhere.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
-from typing import Callable
 
-from relreason.data.samplers import SampleFn
-from relreason.registry import Registry
+from relreason.data.catalog import (ALGORITHM_INFO, ALGORITHMS, CLRS_TEXT_LENGTHS, SPECS, Algorithm, AlgorithmView,
+                                    StreamForm, TextForm, algorithm_groups, canonical_split, live_names, register)
 
-
-@dataclass(frozen=True)
-class Algorithm:
-    name: str
-    run: Callable  # run(*inputs) -> Dataset (inputs with a batch axis)
-    sample: SampleFn  # sample(rng, length) -> one sample's inputs, in the reference's draw order
-    min_size: int  # smallest `length` the sampler accepts
-
-
-ALGORITHMS: Registry[Algorithm] = Registry("algorithm", "relreason list algorithms")
-
-# One module per algorithm class (graph_search: the DFS-based graph algorithms); importing them fills ALGORITHMS.
+# One module per algorithm class, in the reference's order (google-deepmind/clrs specs.py; greedy
+# before dynamic programming, as the CLRS-30 paper's tables list them); importing them fills ALGORITHMS.
 FAMILY_MODULES = ("sorting", "searching", "divide_and_conquer", "greedy", "dynamic_programming", "graphs",
-                  "graph_search",
                   "strings", "geometry")
 
-
-def register(name: str, sample: SampleFn, min_size: int = 2) -> Callable:
-    """Decorator registering an algorithm function under its CLRS name."""
-
-    def add(fn: Callable) -> Callable:
-        ALGORITHMS.register(name, Algorithm(name, fn, sample, min_size))
-        return fn
-
-    return add
+__all__ = ["ALGORITHMS", "ALGORITHM_INFO", "Algorithm", "AlgorithmView", "CLRS_TEXT_LENGTHS", "FAMILY_MODULES", "SPECS", "StreamForm",
+           "TextForm", "algorithm_groups", "canonical_split", "live_names", "register"]
 
 
 def _load_families() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from relreason.data import samplers
-from relreason.data.algorithms import register
+from relreason.data.algorithms import CLRS_TEXT_LENGTHS, StreamForm, TextForm, register
 from relreason.data.algorithms.sorting import History, constant_hint, identity_order, one_hot, order_pointers
 from relreason.data.probes import Recorder, positions
 
@@ -20,7 +20,16 @@ def sample_signed_keys(rng: samplers.RandomState, length: int) -> tuple[np.ndarr
     return (samplers.random_sequence(rng, length, low=-1.0, high=1.0),)
 
 
-@register("find_maximum_subarray_kadane", sample=sample_signed_keys)
+@register(
+    "find_maximum_subarray_kadane", family="divide_and_conquer",
+    inputs="pos N sc, key N sc", outputs="start N m1, end N m1",
+    hints="pred_h N ptr, best_low N m1, best_high N m1, best_sum G sc, i N m1, j N m1, sum G sc",
+    eval_multiplier=32,
+    sample=sample_signed_keys,
+    text=TextForm(trace=("best_low", "best_high"), answer_from_trace=True, parenthesized=True,
+                  train_lengths=CLRS_TEXT_LENGTHS, val_stop=65),
+    stream=StreamForm(pred_as_input=True),
+    groups=("core8",))
 def find_maximum_subarray_kadane(A: np.ndarray):
     """Kadane's maximum subarray. A: [B, N] keys. One initial hint, then one per scanned key j.
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from relreason.data import samplers
-from relreason.data.algorithms import register
+from relreason.data.algorithms import CLRS_TEXT_LENGTHS, StreamForm, TextForm, register
 from relreason.data.probes import Recorder, positions
 from relreason.data.samplers import RandomState
 
@@ -54,7 +54,13 @@ def sample_bst(rng: RandomState, length: int) -> tuple:
     return arr[:length], arr[length:]
 
 
-@register("matrix_chain_order", sample=sample_chain)
+@register(
+    "matrix_chain_order", family="dynamic_programming",
+    inputs="pos N sc, p N sc", outputs="s E ptr", hints="pred_h N ptr, m E sc, s_h E ptr, msk E m",
+    sample=sample_chain,
+    text=TextForm(train_lengths=CLRS_TEXT_LENGTHS[:3], val_stop=13),
+    stream=StreamForm(pred_as_input=True),
+    groups=("core8",))
 def matrix_chain_order(p: np.ndarray):
     """Matrix-chain multiplication order. p: [B, N]; matrix i (1 <= i < N) is p[i-1] x p[i].
 
@@ -136,7 +142,13 @@ def _string_pairs_cat(table: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-@register("lcs_length", sample=sample_strings)
+@register(
+    "lcs_length", family="dynamic_programming",
+    inputs="string N m, pos N sc, key N cat", outputs="b E cat", hints="pred_h N ptr, b_h E cat, c E sc",
+    classes={"key": 4, "b": 4, "b_h": 4},
+    sample=sample_strings,
+    text=TextForm(train_lengths=CLRS_TEXT_LENGTHS[:3], val_stop=13),
+    stream=StreamForm(pred_as_input=True))
 def lcs_length(x: np.ndarray, y: np.ndarray):
     """Longest common subsequence table. x: [B, X], y: [B, Y] characters in 0..3; nodes are x then y.
 
@@ -185,7 +197,13 @@ def lcs_length(x: np.ndarray, y: np.ndarray):
     return rec.finish()
 
 
-@register("optimal_bst", sample=sample_bst)
+@register(
+    "optimal_bst", family="dynamic_programming",
+    inputs="pos N sc, p N sc, q N sc", outputs="root E ptr",
+    hints="pred_h N ptr, root_h E ptr, e E sc, w E sc, msk E m",
+    sample=sample_bst,
+    text=TextForm(train_lengths=CLRS_TEXT_LENGTHS[:3], val_stop=11),
+    stream=StreamForm(pred_as_input=True))
 def optimal_bst(p: np.ndarray, q: np.ndarray):
     """Optimal binary search tree (Aho et al., 1974). p: [B, K] key probabilities, q: [B, K + 1] gap
     probabilities; N = K + 1 nodes (p padded with a 0). One hint initially, then one per subtree size

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from relreason.data import samplers
-from relreason.data.algorithms import register
+from relreason.data.algorithms import CLRS_TEXT_LENGTHS, StreamForm, TextForm, register
 from relreason.data.probes import Recorder, positions
 from relreason.errors import RelreasonError
 
@@ -78,7 +78,13 @@ _SCHEDULE = [np.concatenate([[0], v]) for v in (_I, _J, _K)]  # i, j, k per hint
 _DONE = _K[None, :] < np.arange(5)[:, None]  # [step, k]: test k has run by hint step `step`
 
 
-@register("segments_intersect", sample=sample_segments)
+@register(
+    "segments_intersect", family="geometry",
+    inputs="pos N sc, x N sc, y N sc", outputs="intersect G m",
+    hints="i N m1, j N m1, k N m1, dir N sc, on_seg N m",
+    eval_multiplier=64,
+    sample=sample_segments,
+    text=TextForm(train_lengths=CLRS_TEXT_LENGTHS, val_stop=65))
 def segments_intersect(xs: np.ndarray, ys: np.ndarray):
     """CLRS SEGMENTS-INTERSECT for (p0, p1) and (p2, p3). xs, ys: [B, 4].
 
@@ -146,6 +152,23 @@ def sample_disk_points(rng: samplers.RandomState, length: int) -> tuple[np.ndarr
                          "use fewer points")
 
 
+def _truncated_disk_points(rng: samplers.RandomState, length: int, decimals: int) -> tuple[np.ndarray, np.ndarray]:
+    """The convex-hull sampler as the reference runs it with truncation (CLRS-Text): its ConvexHullSampler
+    truncates the points *inside* the collinearity loop (so a draw is rejected when the truncated points
+    are collinear, which changes the stream), and the sampler truncates them once more afterwards
+    (`samplers.truncate` after the draw), which moves ~0.6% of the coordinates by 0.001. The draws are
+    `sample_disk_points`'."""
+    for _ in range(COLLINEAR_ATTEMPTS):
+        thetas = samplers.random_sequence(rng, length, 0.0, 2.0 * np.pi)
+        rs = DISK_RADIUS * np.sqrt(samplers.random_sequence(rng, length, 0.0, 1.0))
+        xs, ys = samplers.truncate((rs * np.cos(thetas) + DISK_ORIGIN[0], rs * np.sin(thetas) + DISK_ORIGIN[1]),
+                                   decimals)
+        if not has_collinear_triple(xs, ys):
+            return xs, ys
+    raise RelreasonError(f"could not draw {length} points without a collinear triple in {COLLINEAR_ATTEMPTS} tries",
+                         "use fewer points")
+
+
 # --- convex hulls: algorithms -------------------------------------------------------------------------
 
 
@@ -178,7 +201,14 @@ class _Steps:
         return {k: np.stack(v, axis=1) for k, v in self.values.items()}
 
 
-@register("graham_scan", sample=sample_disk_points)
+@register(
+    "graham_scan", family="geometry",
+    inputs="pos N sc, x N sc, y N sc", outputs="in_hull N m",
+    hints="best N m1, atans N sc, in_hull_h N m, stack_prev N ptr, last_stack N m1, i N m1, phase G cat",
+    classes={"phase": 5},
+    sample=sample_disk_points,
+    text=TextForm(train_lengths=CLRS_TEXT_LENGTHS, val_stop=32, truncated_sample=_truncated_disk_points),
+    groups=("core8",))
 def graham_scan(xs: np.ndarray, ys: np.ndarray):
     """Graham scan (1972). xs, ys: [B, N].
 
@@ -237,7 +267,14 @@ def graham_scan(xs: np.ndarray, ys: np.ndarray):
     return rec.finish()
 
 
-@register("jarvis_march", sample=sample_disk_points)
+@register(
+    "jarvis_march", family="geometry",
+    inputs="pos N sc, x N sc, y N sc", outputs="in_hull N m",
+    hints="pred_h N ptr, in_hull_h N m, best N m1, last_point N m1, endpoint N m1, i N m1, phase G cat",
+    classes={"phase": 2},
+    sample=sample_disk_points,
+    text=TextForm(train_lengths=CLRS_TEXT_LENGTHS[:5], val_stop=14, truncated_sample=_truncated_disk_points),
+    stream=StreamForm(pred_as_input=True))
 def jarvis_march(xs: np.ndarray, ys: np.ndarray):
     """Jarvis march (1973). xs, ys: [B, N].
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from relreason.data import samplers
-from relreason.data.algorithms import register
+from relreason.data.algorithms import CLRS_TEXT_LENGTHS, StreamForm, TextForm, register
 from relreason.data.probes import Recorder, positions
 from relreason.data.samplers import RandomState
 
@@ -47,7 +47,13 @@ def _selection_steps(order: np.ndarray, take: np.ndarray) -> np.ndarray:
     return (np.arange(n + 1)[None, :, None] >= joined[:, None, :]).astype(np.float32)
 
 
-@register("activity_selector", sample=sample_activities)
+@register(
+    "activity_selector", family="greedy",
+    inputs="pos N sc, s N sc, f N sc", outputs="selected N m", hints="pred_h N ptr, selected_h N m, m N m1, k N m1",
+    sample=sample_activities,
+    text=TextForm(train_lengths=CLRS_TEXT_LENGTHS, val_stop=41),
+    stream=StreamForm(pred_as_input=True),
+    groups=("core8",))
 def activity_selector(s: np.ndarray, f: np.ndarray):
     """Activity selection (Gavril, 1972). s, f: [B, N] start and finish times.
 
@@ -74,7 +80,12 @@ def activity_selector(s: np.ndarray, f: np.ndarray):
     return rec.finish()
 
 
-@register("task_scheduling", sample=sample_tasks)
+@register(
+    "task_scheduling", family="greedy",
+    inputs="pos N sc, d N sc, w N sc", outputs="selected N m", hints="pred_h N ptr, selected_h N m, i N m1, t G sc",
+    sample=sample_tasks,
+    text=TextForm(integer_inputs={"d"}, train_lengths=CLRS_TEXT_LENGTHS, val_stop=42),
+    stream=StreamForm(pred_as_input=True))
 def task_scheduling(d: np.ndarray, w: np.ndarray):
     """Unit-task scheduling with deadlines (Lawler, 1985). d, w: [B, N] deadlines and weights.
 

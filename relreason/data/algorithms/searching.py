@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from relreason.data import samplers
-from relreason.data.algorithms import register
+from relreason.data.algorithms import CLRS_TEXT_LENGTHS, StreamForm, TextForm, register
 from relreason.data.algorithms.sorting import (History, SlotOrder, constant_hint, identity_order, mask_hints,
                                                one_hot, order_pointers, sample_keys)
 from relreason.data.probes import Recorder, positions
@@ -23,7 +23,13 @@ def sample_search(rng: samplers.RandomState, length: int) -> tuple[float, np.nda
     return rng.uniform(low=0.0, high=1.0), keys
 
 
-@register("minimum", sample=sample_keys)
+@register(
+    "minimum", family="searching",
+    inputs="pos N sc, key N sc", outputs="min N m1", hints="pred_h N ptr, min_h N m1, i N m1",
+    eval_multiplier=64,
+    sample=sample_keys,
+    text=TextForm(train_lengths=CLRS_TEXT_LENGTHS, val_stop=65),
+    stream=StreamForm(pred_as_input=True))
 def minimum(A: np.ndarray):
     """Minimum by a left-to-right scan. A: [B, N] keys. One initial hint, then one per scanned key.
 
@@ -44,7 +50,16 @@ def minimum(A: np.ndarray):
     return rec.finish()
 
 
-@register("binary_search", sample=sample_search)
+@register(
+    "binary_search", family="searching",
+    inputs="pos N sc, key N sc, target G sc", outputs="return N m1",
+    hints="pred_h N ptr, low N m1, high N m1, mid N m1",
+    eval_multiplier=64,
+    sample=sample_search,
+    text=TextForm(trace=("low", "high"), answer_from_trace=True, parenthesized=True,
+                  train_lengths=CLRS_TEXT_LENGTHS, val_stop=65),
+    stream=StreamForm(pred_as_input=True),
+    groups=("core8",))
 def binary_search(x: np.ndarray, A: np.ndarray):
     """Binary search for the first key >= x (the last slot if there is none). x: [B] targets,
     A: [B, N] sorted keys. One initial hint, then one per halving of [low, high]."""
@@ -72,7 +87,13 @@ def binary_search(x: np.ndarray, A: np.ndarray):
     return rec.finish()
 
 
-@register("quickselect", sample=sample_keys)
+@register(
+    "quickselect", family="searching",
+    inputs="pos N sc, key N sc", outputs="median N m1",
+    hints="pred_h N ptr, p N m1, r N m1, i N m1, j N m1, i_rank G sc, target G sc, pivot N m1",
+    eval_multiplier=64,
+    sample=sample_keys,
+    text=TextForm(trace=("pivot",), answer_from_trace=True, train_lengths=CLRS_TEXT_LENGTHS, val_stop=65))
 def quickselect(A: np.ndarray):
     """Quickselect (Hoare, 1961) for the median, rank N // 2 (0-based). A: [B, N] keys.
 

@@ -25,7 +25,7 @@ import enum
 import numpy as np
 
 from relreason.data import samplers
-from relreason.data.algorithms import register
+from relreason.data.algorithms import CLRS_TEXT_LENGTHS, TextForm, register
 from relreason.data.probes import Recorder, positions
 
 def sample_keys(rng: samplers.RandomState, length: int) -> tuple[np.ndarray]:
@@ -144,7 +144,12 @@ def mask_hints(nodes: np.ndarray, names: tuple[str, ...], n: int) -> dict[str, n
     return {k: one_hot(nodes[c].T, n) for c, k in enumerate(names)}
 
 
-@register("insertion_sort", sample=sample_keys)
+@register(
+    "insertion_sort", family="sorting",
+    inputs="pos N sc, key N sc", outputs="pred N perm", hints="pred_h N ptr, i N m1, j N m1",
+    sample=sample_keys,
+    text=TextForm(train_lengths=CLRS_TEXT_LENGTHS, val_stop=26),
+    groups=("core8",))
 def insertion_sort(A: np.ndarray):
     """Insertion sort. A: [B, N] keys. One hint for i = j = 0, then one per inserted key j."""
     rec, order = _start("insertion_sort", A)
@@ -172,7 +177,11 @@ def insertion_sort(A: np.ndarray):
     return rec.finish()
 
 
-@register("bubble_sort", sample=sample_keys)
+@register(
+    "bubble_sort", family="sorting",
+    inputs="pos N sc, key N sc", outputs="pred N perm", hints="pred_h N ptr, i N m1, j N m1",
+    sample=sample_keys,
+    text=TextForm(train_lengths=CLRS_TEXT_LENGTHS[:3], val_stop=12))
 def bubble_sort(A: np.ndarray):
     """Bubble sort. A: [B, N] keys. One initial hint, then one per compare-exchange (N (N - 1) / 2)."""
     rec, order = _start("bubble_sort", A)
@@ -198,7 +207,13 @@ class HeapPhase(enum.IntEnum):
     REHEAP = 2  # max-heapify calls after a move
 
 
-@register("heapsort", sample=sample_keys)
+@register(
+    "heapsort", family="sorting",
+    inputs="pos N sc, key N sc", outputs="pred N perm",
+    hints="pred_h N ptr, parent N ptr, i N m1, j N m1, largest N m1, heap_size N m1, phase G cat",
+    classes={"phase": len(HeapPhase)},
+    sample=sample_keys,
+    text=TextForm(train_lengths=CLRS_TEXT_LENGTHS[:3], val_stop=12))
 def heapsort(A: np.ndarray):
     """Heapsort (Williams, 1964). A: [B, N] keys.
 
@@ -257,7 +272,11 @@ def heapsort(A: np.ndarray):
     return rec.finish()
 
 
-@register("quicksort", sample=sample_keys)
+@register(
+    "quicksort", family="sorting",
+    inputs="pos N sc, key N sc", outputs="pred N perm", hints="pred_h N ptr, p N m1, r N m1, i N m1, j N m1",
+    sample=sample_keys,
+    text=TextForm(train_lengths=CLRS_TEXT_LENGTHS[:3], val_stop=13))
 def quicksort(A: np.ndarray):
     """Quicksort (Hoare, 1962) with Lomuto's partition. A: [B, N] keys.
 

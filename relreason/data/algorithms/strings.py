@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from relreason.data import samplers
-from relreason.data.algorithms import register
+from relreason.data.algorithms import CLRS_TEXT_LENGTHS, StreamForm, TextForm, register
 from relreason.data.probes import Recorder
 from relreason.errors import RelreasonError
 
@@ -145,7 +145,14 @@ def _check_strings(name: str, T: np.ndarray, P: np.ndarray) -> tuple[np.ndarray,
     return T.astype(np.int64), P.astype(np.int64)
 
 
-@register("naive_string_matcher", sample=MatcherSampler(), min_size=3)
+@register(
+    "naive_string_matcher", family="strings",
+    inputs="string N m, pos N sc, key N cat", outputs="match N m1", hints="pred_h N ptr, s N m1, i N m1, j N m1",
+    classes={"key": ALPHABET_SIZE}, eval_multiplier=64, min_size=3,
+    sample=MatcherSampler(),
+    text=TextForm(trace=("s",), train_lengths=CLRS_TEXT_LENGTHS, val_stop=65),
+    stream=StreamForm(pred_as_input=True),
+    groups=("core8",))
 def naive_string_matcher(T: np.ndarray, P: np.ndarray):
     """Naive matching of needle P in haystack T. T: [B, |T|], P: [B, |P|] symbols in [0, 4).
 
@@ -219,7 +226,14 @@ def _kmp_failure(P: np.ndarray, reset: int) -> tuple[np.ndarray, ...]:
     return pi, is_reset, code, fail
 
 
-@register("kmp_matcher", sample=MatcherSampler(), min_size=3)
+@register(
+    "kmp_matcher", family="strings",
+    inputs="string N m, pos N sc, key N cat", outputs="match N m1",
+    hints="pred_h N ptr, pi N ptr, is_reset N m, k N m1, k_reset G m, q N m1, q_reset G m, s N m1, i N m1, phase G m",
+    classes={"key": ALPHABET_SIZE}, eval_multiplier=64, min_size=3,
+    sample=MatcherSampler(),
+    text=TextForm(trace=("s",), train_lengths=CLRS_TEXT_LENGTHS, val_stop=65),
+    stream=StreamForm(pred_as_input=True))
 def kmp_matcher(T: np.ndarray, P: np.ndarray):
     """Knuth-Morris-Pratt (1977): failure function of P (phase 0), then the scan of T (phase 1).
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from relreason.data.specs import SPECS
+from relreason.data.algorithms import SPECS
 from relreason.errors import RelreasonError
 from processor_fit import fit_node_target
 from relreason.models import ModelConfig, build_model, prepare_spec
