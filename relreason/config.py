@@ -46,6 +46,8 @@ import yaml
 from relreason.data.config import ClrsDataConfig, DataStream, LobsterDataConfig, TextDataConfig
 from relreason.errors import RelreasonError
 from relreason.protocol import NOT_PROTOCOL_KEYS
+from relreason.schedules import schedule_problems
+from relreason.tracking import TRACKERS
 
 
 def _recipe_dir() -> Path:
@@ -75,6 +77,10 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     threads: int = 0  # torch intra-op threads; 0 leaves torch's default
     precision: str = "fp32"  # fp32 | bf16: bf16 autocast of the training forward (weights, Adam, evaluation stay fp32)
+    lr_schedule: str = "constant"  # constant | cosine | linear (relreason.schedules): every paper reproduced here keeps lr constant
+    warmup_examples: int = 0  # linear warm-up of lr over this many examples first; 0: none (no paper reproduced here warms up)
+    min_lr: float = 0.0  # the rate cosine / linear decay reaches at train.train_examples; must stay 0 under constant
+    log: str = "none"  # none | tensorboard: also TensorBoard event files in the run directory (pip install 'relreason[tensorboard]')
 
     def problems(self) -> list[str]:
         out = [f"train.{k} must be positive, got {getattr(self, k)}"
@@ -93,6 +99,9 @@ class TrainConfig:
             out.append(f"train.precision must be {' or '.join(PRECISIONS)}, got {self.precision!r}")
         if self.device not in ("auto", "cpu", "cuda") and not re.fullmatch(r"cuda:\d+", self.device):
             out.append(f"train.device {self.device!r} must be auto, cpu, cuda or cuda:N")
+        out.extend(schedule_problems(self))
+        if self.log not in TRACKERS:
+            out.append(f"train.log must be one of {', '.join(TRACKERS.names())}, got {self.log!r}")
         return out
 
 

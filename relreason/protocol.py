@@ -7,6 +7,7 @@ run records (which settings to show when runs are compared, `relreason.eval.runs
 
 # Keys a run may set without departing from its recipe's protocol: where and how it runs, including
 # which kernels compute the same maths (no change to the result beyond float rounding), the seed (one
-# draw of the protocol) and the NAR a TransNAR reads (an input of the run, which no recipe can name).
+# draw of the protocol), the NAR a TransNAR reads (an input of the run, which no recipe can name) and
+# the tracker its numbers also go to (train.log: a view of metrics.jsonl).
 NOT_PROTOCOL_KEYS = ("train.device", "train.threads", "train.eval_batch_size", "data.data_dir", "train.seed",
-                     "model.nar", "processor.chunk_mb", "processor.compiled_kernels")
+                     "model.nar", "processor.chunk_mb", "processor.compiled_kernels", "train.log")

@@ -18,7 +18,7 @@ import typer
 from rich.table import Table
 
 from relreason import __version__
-from relreason.cli import ablate, data, reproduce, runs, score, train
+from relreason.cli import ablate, data, interop, reproduce, runs, score, train
 from relreason.cli.common import EXIT_ERROR, EXIT_USAGE, JsonOpt, out, print_error, report_errors
 from relreason.errors import RelreasonError
 
@@ -35,6 +35,7 @@ app.command("show")(data.show_cmd)
 app.command("train")(train.train_cmd)
 app.command("eval")(train.eval_cmd)
 app.command("export")(train.export_cmd)
+app.command("export-data")(interop.export_data_cmd)
 app.command("ablate")(ablate.ablate_cmd)
 app.command("reproduce")(reproduce.reproduce_cmd)
 app.command("results")(reproduce.results_cmd)

@@ -24,6 +24,22 @@ def task_metric(task: str) -> Optional[tuple[str, bool]]:
     return t.metric, t.lower_is_better
 
 
+def as_configured_today(runs) -> list:
+    """The runs with each stored config as today's code resolves it: a key added since a run was stored
+    counts with its default (options are added with the default that keeps what ran before), so a seed
+    trained before the key existed is one setting with a seed trained after. A stored config today's
+    code refuses stays as stored."""
+    from relreason.config import config_from_dict
+
+    for r in runs:
+        if r.config:
+            try:
+                r.config = config_from_dict(r.config).to_dict()
+            except (RelreasonError, KeyError, TypeError):
+                pass
+    return runs
+
+
 def _print_table(table) -> None:
     if out.is_terminal:
         out.print(table)
@@ -99,7 +115,7 @@ def compare_cmd(
         form = Format.JSON
     if not run_dirs and runs_dir is None:
         raise RelreasonError("nothing to compare", "name run directories, or pass --runs DIR (e.g. --runs runs)")
-    runs = load_runs(run_dirs or [], runs_dir, task_metric)
+    runs = as_configured_today(load_runs(run_dirs or [], runs_dir, task_metric))
     _warn_problems(runs)
     cmp = compare(runs, grouping)
     for note in cmp.notes:

@@ -3,8 +3,9 @@
     res = run(build_config("mpnn", "bellman_ford", "quick"), out=Path("runs"), name="demo")
 
 Three phases, each a function below: `_open` (the run directory, its lock, resuming), `_train`
-(the step loop: Adam, optional global-norm clipping, validation every `eval_every_examples`
-examples with the best weights kept) and `_final_test` (the best checkpoint on the OOD test). What
+(the step loop: Adam at the rate `train.lr_schedule` gives for the examples trained so far
+(relreason.schedules), optional global-norm clipping, validation every `eval_every_examples` examples
+with the best weights kept) and `_final_test` (the best checkpoint on the OOD test). What
 is trained and how it is scored comes from a `Workload` (relreason.train.workloads), so graph
 tasks, multi-task runs and text models share this loop.
 
@@ -25,7 +26,9 @@ rounding), so a run may resume with another number of processes.
 
 Run directory `runs/<name>/`: `best/` and `last/` checkpoints, `config.json` (the resolved config),
 `metrics.jsonl` (one JSON line per validation, the resume events and the final test), `results.json`
-(the summary that `runs`, `compare` and `export` read) and `.lock` (held while a process trains).
+(the summary that `runs`, `compare` and `export` read) and `.lock` (held while a process trains); with
+`train.log=tensorboard` also TensorBoard event files (relreason.tracking: training loss and learning rate
+every step, the validation and test scores; metrics.jsonl stays the record).
 """
 
 from __future__ import annotations
@@ -45,10 +48,13 @@ from relreason.config import Config, run_deviation
 from relreason.errors import RelreasonError
 from relreason.models.precision import autocast
 from relreason.runtime import RunLock, bars_enabled, hardware, keep_freed_memory, progress
+from relreason.schedules import learning_rate
+from relreason.tracking import TRACKERS, NullTracker, scalar_tags
 from relreason.train import checkpoint as ckpt
 
-# Keys a resumed run may change: they do not alter what already ran (a longer budget continues it).
-RESUMABLE_KEYS = ("train.train_examples", "train.device", "train.threads", "train.eval_batch_size")
+# Keys a resumed run may change: they do not alter what already ran (a longer budget continues it; under a
+# decaying train.lr_schedule it stretches the decay over the new budget from there on).
+RESUMABLE_KEYS = ("train.train_examples", "train.device", "train.threads", "train.eval_batch_size", "train.log")
 
 
 @dataclass
@@ -183,6 +189,7 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
     from relreason.train.workloads import build_workload
 
     log = log or (lambda msg: print(msg, file=sys.stderr))
+    TRACKERS.get(cfg.train.log).check()  # a missing tracker package fails before anything is claimed
     if name is not None:
         check_run_name(name)
     if resume and name is None:
@@ -196,6 +203,7 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
         with _claim(run_dir, resume, dd, lock):
             dd.set_threads(cfg.train.threads)
             workload = build_workload(cfg, dd.device)
+            session = None
             try:
                 if dd.world > 1 and not workload.supports_distributed:
                     raise RelreasonError(f"{cfg.model_name} does not train on several processes yet",
@@ -208,6 +216,8 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
                     session.final_test(result)
                 return result
             finally:
+                if session is not None:
+                    session.tracker.close()
                 workload.close()
 
 
@@ -255,11 +265,15 @@ class _Session:
                       "last_loss": None}
         self.extra = {"task": cfg.task, "model": cfg.model_name, "command": command}
         self.deviation = run_deviation(cfg)
+        self.tracker = NullTracker()  # rank 0 opens train.log's tracker with the run directory
 
     # -- phase 1: the run directory ------------------------------------------------------------
 
     def open(self, resume: bool) -> None:
         self.dd.on_main(lambda: self._open_directory(resume))
+        if self.dd.main:
+            self.tracker = TRACKERS.get(self.cfg.train.log).open(self.run_dir,
+                                                                 self.state["examples"] if resume else None)
         if resume and self.dd.world > 1:
             self._share(with_optimizer=True)
 
@@ -345,6 +359,8 @@ class _Session:
         improved = st["best_val"] is None or (score < st["best_val"] if self.wl.lower_is_better else score > st["best_val"])
         if self.dd.main:
             _append(self.metrics, rec)  # first: a kill after this line re-validates on resume, never loses it
+            self.tracker.scalars(st["examples"], scalar_tags("val", {k: v for k, v in rec.items()
+                                                                     if k in ("score", "outputs", "hints", "per_task")}))
         if improved:
             st["best_val"], st["best_examples"] = score, st["examples"]
             self.checkpoint(self.best_dir, with_optimizer=False)
@@ -372,6 +388,9 @@ class _Session:
                     self.validate()
                 while st["examples"] < t.train_examples and not stop:
                     step = st["step"]
+                    rate = learning_rate(t, st["examples"])  # a function of the examples trained: exact on resume
+                    for group in self.opt.param_groups:
+                        group["lr"] = rate
                     losses = []
                     for part in self.wl.step_batches(step, dd.rank, dd.world):
                         with autocast(t.precision, dd.device):  # bf16: the forward only
@@ -393,6 +412,7 @@ class _Session:
                     st["examples"] += per_step
                     st["last_loss"] = sum(losses) / len(losses)
                     st["seconds"] = time.time() - started
+                    self.tracker.scalars(st["examples"], {"train/loss": st["last_loss"], "train/lr": rate})
                     bar.update(per_step)
                     if st["examples"] >= next_eval or st["examples"] >= t.train_examples:
                         score = self.validate()
@@ -437,6 +457,7 @@ class _Session:
             return
         _append(self.metrics, {"event": "test", "size": res["size"], "num": res["num"], "label": res["label"],
                                "best_examples": st["best_examples"], **result.test})
+        self.tracker.scalars(st["examples"], scalar_tags("test", result.test))
         summary = {"relreason": __version__, "model": cfg.model_name, "task": cfg.task, "tasks": cfg.tasks,
                    "seed": cfg.train.seed, "recipe": cfg.recipe, "deviation": self.deviation, "command": self.command,
                    "metric": self.wl.metric, "lower_is_better": self.wl.lower_is_better,
