@@ -8,8 +8,8 @@ PyTorch Geometric `Data` objects. What `relreason export-data` runs.
 Each format's package is an optional extra (`hf`: datasets and pyarrow; `pyg`: torch_geometric), imported
 only inside the functions that write it; a missing one is a one-line error naming the extra.
 
-CLRS-Text (`parquet`, `hf`): one row per JSONL line, in file order, with the columns question, answer,
-algorithm, length (as in the JSONL) and, from the split's metadata (`<name>.meta.json`, its pieces),
+CLRS-Text (`parquet`, `hf`): one row per JSONL line, in file order, with the columns id (the example id
+`relreason score` reads), question, answer, algorithm, length (as in the JSONL) and, from the split's metadata (`<name>.meta.json`, its pieces),
 seed (the sampler seed of the example's stream) and index (its 0-based position in the stream of its
 (length, seed)): so every row names the exact reference example it is. The split's metadata is kept too:
 as the Parquet schema's `relreason` metadata (JSON), and as the Hugging Face dataset's description.
@@ -48,14 +48,14 @@ import numpy as np
 
 from relreason.data.specs import POINTER_TYPES, Location, Stage
 from relreason.data.store import atomic_path, load_dataset, owner_tag
-from relreason.data.text import load_text_split
+from relreason.data.text import ExampleId, load_text_split
 from relreason.data.trajectory import Dataset
 from relreason.errors import RelreasonError
 from relreason.registry import Registry
 
 ADJACENCY = "adj"  # the CLRS input that marks a graph's edges (adj = (A + I) != 0)
 EDGE_MODES = ("adjacency", "complete")  # `edges`: see the module docstring
-TEXT_COLUMNS = ("question", "answer", "algorithm", "length", "seed", "index")
+TEXT_COLUMNS = ("id", "question", "answer", "algorithm", "length", "seed", "index")
 
 
 def _require(module: str, what: str, extra: str) -> None:
@@ -91,7 +91,9 @@ def text_columns(path) -> tuple[dict[str, list], dict]:
     if len(seeds) != len(split) or not np.array_equal(np.asarray(sizes, dtype=np.int64), split.lengths):
         raise RelreasonError(f"{path} does not match its metadata {meta_path.name} ({len(split)} lines, "
                              f"{len(seeds)} in its pieces)", "regenerate the split with --force")
-    columns = {"question": split.questions, "answer": split.answers, "algorithm": [split.algorithm] * len(split),
+    ids = [str(ExampleId(split.algorithm, n, s, k, bool(split.meta["hints"]), split.meta["decimals"]))
+           for n, s, k in zip(sizes, seeds, index)]
+    columns = {"id": ids, "question": split.questions, "answer": split.answers, "algorithm": [split.algorithm] * len(split),
                "length": split.lengths.tolist(), "seed": seeds, "index": index}
     return columns, split.meta
 
@@ -100,7 +102,7 @@ def _arrow_table(columns: dict[str, list], meta: dict):
     import pyarrow as pa
 
     types = {"question": pa.string(), "answer": pa.string(), "algorithm": pa.string(), "length": pa.int64(),
-             "seed": pa.int64(), "index": pa.int64()}
+             "seed": pa.int64(), "index": pa.int64(), "id": pa.string()}
     table = pa.table({k: pa.array(columns[k], type=types[k]) for k in TEXT_COLUMNS})
     return table.replace_schema_metadata({"relreason": json.dumps(meta)})
 

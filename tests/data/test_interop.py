@@ -84,7 +84,7 @@ def test_text_round_trip(text_file, tmp_path, fmt):
         back, meta = ds.to_dict(), json.loads(ds.info.description)
     rows = jsonl_rows(text_file)
     assert list(back) == list(TEXT_COLUMNS)
-    assert [{k: back[k][i] for k in ("question", "answer", "algorithm", "length")} for i in range(len(rows))] == rows
+    assert [{k: back[k][i] for k in ("id", "question", "answer", "algorithm", "length")} for i in range(len(rows))] == rows
     assert back["seed"] == [5] * 6 and back["index"] == [0, 1, 2, 0, 1, 2]
     assert meta == json.loads(text_file.with_name(text_file.stem + ".meta.json").read_text())
     assert load_text_split(text_file).questions == back["question"]  # the input is untouched
