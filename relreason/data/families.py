@@ -34,7 +34,7 @@ so no family is conditioned on connectivity unless its parameters ask (`er:conne
 
 Everything is vectorised numpy except where each step depends on the last (Watts-Strogatz rewiring,
 preferential attachment, Pruefer decoding, Delaunay insertion), which loop over nodes in O(N) Python
-steps; n = 1,600 takes milliseconds to a few tenths of a second per graph (scripts/bench_families.py).
+steps; at n = 1,600 a graph takes 2-40 ms of CPU on the development machine (scripts/bench_families.py).
 """
 
 from __future__ import annotations
