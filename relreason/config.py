@@ -512,6 +512,9 @@ def validate(cfg: Config) -> None:
     """Range checks that types alone cannot express, all reported at once."""
     problems = list(cfg.train.problems())
     problems += cfg.data.problems()
+    task_check = getattr(cfg.data, "task_problems", None)  # e.g. a graph family given to non-graph algorithms
+    if task_check is not None:
+        problems += task_check(cfg.tasks)
     check = getattr(cfg.model, "problems", None)
     if check is not None:
         problems += check()

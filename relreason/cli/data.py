@@ -12,19 +12,41 @@ from rich.table import Table
 
 from relreason.cli.common import ForceOpt, JsonOpt, err, out, progress, report_errors
 from relreason.data.algorithms import ALGORITHMS
-from relreason.data.generate import resolve_split
+from relreason.data.families import family_names, graph_name, parse_graphs
+from relreason.data.generate import resolve_split, write_split
 from relreason.data.specs import Stage
 from relreason.data.store import load_dataset
 from relreason.data.text import DEFAULT_PRESET, TEXT_PRESETS, resolve_text_split, write_text_split
 from relreason.errors import RelreasonError
 
 
+def graph_help(what: str) -> str:
+    """The help of a `--graph` option: the families `--graph` accepts."""
+    return (f"{what}: {', '.join(family_names())} (clrs: the benchmark's sampler), with parameters, "
+            f"e.g. ws:k=4,p=0.1 (README: Graph families).")
+
+
+def one_graph(text: str) -> str:
+    """The canonical text of a single `--graph` value (a one-line error for a list or a bad family)."""
+    graphs = parse_graphs(text)
+    if len(graphs) > 1:
+        raise RelreasonError(f"--graph {text!r} names {len(graphs)} graphs; this command takes one",
+                             "give one family, e.g. --graph ws:k=4,p=0.1 (eval takes a list)")
+    return graph_name(graphs[0])
+
+
 def generate_file(task: str, split: str | None, size: int | None, num: int | None, seed: int | None,
-                  out_dir: Path, force: bool) -> Path:
-    """Writes a task's split to disk with a progress bar on stderr."""
+                  out_dir: Path, force: bool, graph: str | None = None) -> Path:
+    """Writes a task's split to disk with a progress bar on stderr; `graph`: a graph family (graph algorithms)."""
     from relreason.tasks import TASKS
 
     t = TASKS.get(task)
+    if graph is not None:
+        if task not in ALGORITHMS:
+            raise RelreasonError(f"--graph applies to the graph algorithms; {task} is a {t.kind} task", "drop --graph")
+        total = resolve_split(task, split, size, num, seed, graph)["num"]
+        with progress(total, f"{task} {'custom' if split is None else split} ({graph})", unit="sample") as bar:
+            return write_split(task, split, size, num, seed, out_dir, force, on_chunk=bar.update, graph=graph)
     if task in ALGORITHMS:
         total = resolve_split(task, split, size, num, seed)["num"]
     elif t.kind == "lobster":
@@ -72,6 +94,8 @@ def generate_cmd(
     preset: Annotated[Optional[str], typer.Option("--preset", help=f"Text split preset: {', '.join(TEXT_PRESETS)} "
                                                   f"(with --text; default {DEFAULT_PRESET}).",
                                                   show_default=False)] = None,
+    graph: Annotated[Optional[str], typer.Option("--graph", help=graph_help("Graph family of a graph algorithm"),
+                                                 show_default="the benchmark's")] = None,
 ) -> None:
     """Generate a dataset split with full hint trajectories, or its CLRS-Text form (--text).
 
@@ -79,19 +103,24 @@ def generate_cmd(
       relreason generate bellman_ford --split test\n
       relreason generate insertion_sort --split train --num 10000\n
       relreason generate dfs --size 32 --num 500 --seed 7 --out mydata\n
+      relreason generate bfs --split test --graph ws:k=4,p=0.1\n
       relreason generate lobster --split test\n
       relreason generate insertion_sort --text --hints\n
       relreason generate bfs --text --sizes 4-8,12 --num 1000 --seed 0
     """
     if seed is not None and not 0 <= seed < 2**32:  # every sampler's RandomState takes 32-bit seeds
         raise RelreasonError(f"--seed {seed} is out of range", "use 0 <= seed < 2**32, e.g. --seed 0")
+    if graph is not None:
+        graph = one_graph(graph)
+        if text:
+            raise RelreasonError("--graph applies to graph arrays, not to --text", "drop one of them")
     if text or hints or sizes is not None or preset is not None:
         path = generate_text_file(algorithm, text, split, size, sizes, preset, num, seed, hints, out_dir, force)
         out.print(str(path))
         return
     if split is None and size is None and num is None and seed is None:
         split = "train"
-    path = generate_file(algorithm, split, size, num, seed, out_dir, force)
+    path = generate_file(algorithm, split, size, num, seed, out_dir, force, graph)
     out.print(str(path))
 
 
@@ -112,14 +141,17 @@ def show_cmd(
     if not 0 <= index < len(ds):
         raise RelreasonError(f"--index {index} is out of range", f"the file has {len(ds)} examples (0..{len(ds) - 1})")
     meta = ds.meta
+    keys = ("algorithm", "split", "size", "num", "seed", "spec_hash", "relreason")
+    if "graph" in meta:  # a graph family's split (the benchmark's splits have no such key)
+        keys = keys[:2] + ("graph",) + keys[2:]
     if as_json:
-        summary = {k: meta.get(k) for k in ("algorithm", "split", "size", "num", "seed", "spec_hash", "relreason")}
+        summary = {k: meta.get(k) for k in keys}
         summary["lengths"] = {"min": int(ds.lengths.min()), "mean": float(ds.lengths.mean()),
                               "max": int(ds.lengths.max())}
         out.print_json(json.dumps(summary))
         return
     head = Table(title=f"{meta['algorithm']} / {meta['split']}", show_header=False)
-    for key in ("algorithm", "split", "size", "num", "seed", "spec_hash", "relreason"):
+    for key in keys:
         head.add_row(key, str(meta.get(key)))
     head.add_row("hint steps", f"min {ds.lengths.min()}  mean {ds.lengths.mean():.1f}  max {ds.lengths.max()}")
     if ds.sizes is not None:

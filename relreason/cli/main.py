@@ -133,6 +133,17 @@ def _ablations() -> Rows:
              "description": abl.description} for name, abl in ABLATIONS.items()]
 
 
+def _graphs() -> Rows:
+    from relreason.data.families import BENCHMARK, FAMILIES, format_value
+
+    rows = [{"name": BENCHMARK, "parameters": {}, "description": "the benchmark's own sampler (the default): ER "
+             "graphs with each algorithm's p, SCC's 4 communities; bit-exact CLRS-30 splits"}]
+    rows += [{"name": name, "description": fam.doc,
+              "parameters": {p.name: {"default": None if p.default is None else format_value(p.default),
+                                      "meaning": p.doc} for p in fam.params}} for name, fam in FAMILIES.items()]
+    return rows
+
+
 def _settings(values: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items())
 
@@ -169,6 +180,12 @@ LISTS: dict[str, tuple[Callable[[], Rows], str, list[tuple[str, Callable[[dict],
     "recipes": (_recipes, "recipes (each a diff over the defaults; --print-config shows the result)", [
         ("name", lambda r: r["name"]), ("what it is", lambda r: r["summary"]), ("changes", _recipe_changes),
         ("command", lambda r: r["command"])]),
+    "graphs": (_graphs, "graph families (--graph NAME:KEY=VALUE,...; a range low..high or a choice a|b|c is "
+                        "drawn per graph)", [
+        ("name", lambda r: r["name"]),
+        ("parameters", lambda r: "\n".join(f"{k}={'(unset)' if v['default'] is None else v['default']}: {v['meaning']}"
+                                            for k, v in r["parameters"].items())),
+        ("description", lambda r: r["description"])]),
     "ablations": (_ablations, "ablations", [
         ("name", lambda r: r["name"]), ("variants", lambda r: " | ".join(v["label"] for v in r["variants"])),
         ("description", lambda r: r["description"])]),
@@ -179,7 +196,7 @@ LISTS: dict[str, tuple[Callable[[], Rows], str, list[tuple[str, Callable[[dict],
 @report_errors
 def list_cmd(what: Annotated[str, typer.Argument(help="What to list: " + ", ".join(LISTS) + ".")] = "algorithms",
              as_json: JsonOpt = False) -> None:
-    """List what is registered: algorithms, models, tasks (and groups), recipes, ablations.
+    """List what is registered: algorithms, models, tasks (and groups), recipes, graph families, ablations.
 
     Examples:\n
       relreason list algorithms\n

@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from relreason.cli.common import JsonOpt, SeedOpt, err, out, report_errors
+from relreason.cli.data import graph_help, one_graph
 from relreason.errors import RelreasonError
 
 RecipeOpt = Annotated[Optional[str], typer.Option(
@@ -29,21 +30,23 @@ def command_line() -> str:
     return "relreason " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
-def overrides_of(sets: list[str] | None, seed: int | None, device: str | None) -> list[str]:
+def overrides_of(sets: list[str] | None, seed: int | None, device: str | None, graph: str | None = None) -> list[str]:
     """`--set` items plus the shortcut options, as --set items (one path for every override)."""
     items = list(sets or [])
     if seed is not None:
         items.append(f"train.seed={seed}")
     if device is not None:
         items.append(f"train.device={device}")
+    if graph is not None:
+        items.append(f"data.graph={json.dumps(one_graph(graph))}")  # quoted: read back as the exact text
     return items
 
 
 def resolve(model: str, task: str, recipe: str | None, sets: list[str] | None, seed: int | None,
-            device: str | None):
+            device: str | None, graph: str | None = None):
     from relreason.config import build_config
 
-    return build_config(model, task, recipe, overrides_of(sets, seed, device))
+    return build_config(model, task, recipe, overrides_of(sets, seed, device, graph))
 
 
 def quiet_on_workers(fn):
@@ -80,6 +83,9 @@ def train_cmd(
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run --name from its last checkpoint "
                                                   "(the run's own command with --resume added does).")] = False,
     device: DeviceOpt = None,
+    graph: Annotated[Optional[str], typer.Option(
+        "--graph", help=graph_help("Graph family of the test split (data.graph; data.graph_splits chooses the "
+                                    "splits)"), show_default="the benchmark's")] = None,
     print_config: Annotated[bool, typer.Option("--print-config",
                                                help="Print the resolved config, each key with its source, and exit.")] = False,
     as_json: JsonOpt = False,
@@ -93,6 +99,7 @@ def train_cmd(
       relreason train rt bellman_ford --print-config\n
       relreason train mpnn bellman_ford --recipe quick\n
       relreason train triplet_gmpnn core8 --recipe quick --seed 1\n
+      relreason train mpnn bfs --recipe quick --graph ws:k=4,p=0.1\n
       torchrun --nproc-per-node 2 -m relreason train mpnn bellman_ford --recipe quick
     """
     from relreason.config import config_yaml
@@ -111,9 +118,11 @@ def train_cmd(
                                  f"--resume")
         # the run's own command with --resume added is accepted: --recipe, --set and --seed may restate
         # the run's configuration; a value that differs is refused, naming the keys
-        cfg = resume_config(out_dir / name, overrides_of(sets, seed, device), recipe)
+        cfg = resume_config(out_dir / name, overrides_of(sets, seed, device, graph), recipe)
     else:
-        cfg = resolve(model, task, recipe, sets, seed, device)
+        if graph is not None:
+            _graph_task(task)
+        cfg = resolve(model, task, recipe, sets, seed, device, graph)
     if print_config:
         out.print(config_yaml(cfg, sources=True), highlight=False, markup=False, end="")
         return
@@ -140,6 +149,15 @@ def train_cmd(
     out.print(rich_table(*score_table({**result.test, "metric": result.metric}), title))
 
 
+def _graph_task(task: str) -> None:
+    """Refuses --graph for tasks that are not graph algorithms (lobsters, text) before anything else."""
+    from relreason.tasks import task_kind
+
+    if task_kind(task) != "clrs":
+        raise RelreasonError(f"--graph applies to the graph algorithms; {task} is a {task_kind(task)} task",
+                             "drop --graph")
+
+
 @report_errors
 def eval_cmd(
     run_dir: Annotated[Optional[Path], typer.Argument(help="Run or checkpoint directory (default: newest run).",
@@ -154,6 +172,9 @@ def eval_cmd(
                                                 show_default="the split's")] = None,
     sizes: Annotated[Optional[str], typer.Option("--sizes", help="Text tasks: lengths to test, e.g. 10,12,14.",
                                                  show_default="the split's")] = None,
+    graph: Annotated[Optional[str], typer.Option(
+        "--graph", help=graph_help("Graph family of the evaluated split; a comma list (er,ws,delaunay) gives a "
+                                    "table by family and size"), show_default="the run's")] = None,
     hints: Annotated[bool, typer.Option("--hints", help="Also show hint accuracies.")] = False,
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Evaluation batch (default: sized to "
                                                       "the available memory).", show_default=False)] = None,
@@ -171,8 +192,10 @@ def eval_cmd(
       relreason eval --ood 64\n
       relreason eval runs/mpnn-bellman_ford-s42-20261121-101500 --ood 128 --num 64\n
       relreason eval runs/myrun/last --split val --hints --json\n
-      relreason eval runs/transnar-run --dump answers.jsonl
+      relreason eval runs/transnar-run --dump answers.jsonl\n
+      relreason eval --ood 64 --graph clrs,er,ws,delaunay
     """
+    from relreason.data.families import graph_name, parse_graphs
     from relreason.eval.report import rich_table
     from relreason.models.build import resolve_device
     from relreason.runtime import progress
@@ -181,10 +204,18 @@ def eval_cmd(
     if device is not None:
         resolve_device(device)
     size_list = parse_sizes(sizes) if sizes is not None else None
+    graphs = [graph_name(g) for g in parse_graphs(graph)] if graph is not None else None
+    if graphs is not None and len(graphs) > 1:
+        if hints or size_list is not None or dump is not None:
+            given = "hints" if hints else "sizes" if size_list is not None else "dump"
+            raise RelreasonError(f"--{given} does not go with a list of graphs",
+                                 "evaluate one graph for hint accuracies; --sizes and --dump are for text tasks")
+        graph_table_cmd(run_dir, graphs, [ood], split, num, seed, batch_size, sets, device, runs, as_json)
+        return
     with progress(None, "evaluating", unit="ex") as bar:
         res = evaluate_checkpoint(run_dir, ood=ood, split=split, num=num, seed=seed, device=device,
                                   batch_size=batch_size, runs_dir=runs, overrides=sets, on_examples=bar.update,
-                                  sizes=size_list, dump=dump)
+                                  sizes=size_list, graph=None if graphs is None else graphs[0], dump=dump)
     if not hints:
         res["hints"] = {}
         for r in (res.get("per_task") or {}).values():
@@ -200,6 +231,25 @@ def eval_cmd(
     err.print(f"checkpoint: {res['checkpoint']}", highlight=False)
     if dump is not None:
         err.print(f"answers: {dump} (score them with `relreason score {dump}`)", highlight=False, markup=False)
+
+
+def graph_table_cmd(run_dir, graphs: list[str], sizes: list[int | None], split, num, seed, batch_size, sets, device,
+                    runs, as_json: bool) -> None:
+    """`eval --graph a,b,c`: one table of scores, a row per graph family, a column per size."""
+    from relreason.eval.grid import grid_table
+    from relreason.eval.report import rich_table
+    from relreason.runtime import progress
+    from relreason.train.evaluation import evaluate_grid
+
+    with progress(None, "evaluating", unit="ex") as bar:
+        res = evaluate_grid(run_dir, graphs, sizes, split=split, num=num, seed=seed, device=device,
+                            batch_size=batch_size, runs_dir=runs, overrides=sets, on_examples=bar.update)
+    if as_json:
+        out.print_json(json.dumps(res))
+        return
+    title = f"{res['model_label']} on {res['task']}: {res['split']} by graph family and size — {res['metric_label']}"
+    out.print(rich_table(*grid_table(res["rows"]), title))
+    err.print(f"checkpoint: {res['checkpoint']}", highlight=False)
 
 
 def score_table(res: dict) -> tuple[list[dict], list[str]]:

@@ -34,12 +34,13 @@ class ClrsDataConfig:
     stream: DataStream = DataStream.CANONICAL  # canonical split, or the Ibarz et al. fresh-sample stream
     stream_sizes: tuple[int, ...] = (4, 7, 11, 13, 16)  # ibarz stream: training sizes (run.py train_lengths)
     data_dir: str = "data"  # canonical splits are generated once and cached here
+    graph: str | None = None  # graph family of the graph_splits, e.g. ws:k=4,p=0.1 (relreason.data.families); null: the benchmark's
+    graph_splits: tuple[str, ...] = ("test",)  # splits drawn from `graph`: the OOD test, as SALSA-CLRS (which trains and validates on ER)
 
     def unused(self) -> set[str]:
         """Keys that do not apply to this configuration (hidden by --print-config)."""
-        if self.stream is DataStream.IBARZ:
-            return {"train_size", "train_num"}
-        return {"stream_sizes"}
+        out = {"train_size", "train_num"} if self.stream is DataStream.IBARZ else {"stream_sizes"}
+        return out | ({"graph_splits"} if self.graph is None else set())
 
     def problems(self) -> list[str]:
         out = [f"data.{k} must be at least 2 nodes, got {getattr(self, k)}"
@@ -48,7 +49,48 @@ class ClrsDataConfig:
                 for k in ("train_num", "val_num", "test_num") if getattr(self, k) is not None and getattr(self, k) <= 0]
         if not self.stream_sizes or any(s < 2 for s in self.stream_sizes):
             out.append(f"data.stream_sizes must be a non-empty list of sizes >= 2, got {list(self.stream_sizes)}")
-        return out
+        return out + self._graph_problems()
+
+    def _graph_problems(self) -> list[str]:
+        from relreason.data.families import parse_graph
+        from relreason.errors import RelreasonError
+
+        splits = ("train", "val", "test")
+        if not self.graph_splits or any(s not in splits for s in self.graph_splits) or \
+                len(set(self.graph_splits)) < len(self.graph_splits):
+            return [f"data.graph_splits must be distinct splits of train, val, test, got {list(self.graph_splits)}"]
+        if self.graph is None:
+            return []
+        try:
+            spec = parse_graph(self.graph)
+        except RelreasonError as e:
+            return [f"data.graph: {e}"]
+        if spec is None:
+            return []
+        if self.stream is DataStream.IBARZ and {"train", "val"} & set(self.graph_splits):
+            return [f"data.graph_splits {list(self.graph_splits)}: the ibarz stream draws its training and "
+                    f"validation graphs itself; with it, a graph family applies to the test split only"]
+        sizes = {"train": self.train_size, "val": self.val_size, "test": self.test_size}
+        return [f"data.graph {spec} needs at least {spec.min_size()} nodes, data.{s}_size is {sizes[s]}"
+                for s in self.graph_splits if sizes[s] < spec.min_size()]
+
+    def graph_of(self, split: str) -> str | None:
+        """The graph family `split` is drawn from (None: the benchmark's sampler)."""
+        return self.graph if split in self.graph_splits else None
+
+    def task_problems(self, tasks: list[str]) -> list[str]:
+        """What is wrong with these settings for these tasks: a graph family given to non-graph algorithms."""
+        from relreason.data.families import parse_graph
+        from relreason.data.generate import graph_algorithms
+        from relreason.errors import RelreasonError
+
+        try:
+            if self.graph is None or parse_graph(self.graph) is None:
+                return []
+        except RelreasonError:
+            return []  # reported by problems()
+        others = [t for t in tasks if t not in graph_algorithms()]
+        return [f"data.graph applies to graph algorithms; {', '.join(others)} draw no graph"] if others else []
 
 
 @dataclass

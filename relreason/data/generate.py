@@ -3,6 +3,11 @@
 Samples are drawn one after the other from a single `RandomState(seed)` exactly as the reference
 does, then run in chunks (each a lockstep batch), so a split's bytes depend only
 on (algorithm, size, num, seed), never on the chunk size.
+
+Graph algorithms take an optional graph family (`graph="ws:k=4,p=0.1"`, `relreason.data.families`)
+in place of the benchmark's sampler: the split is then drawn from that family, recorded in its
+metadata (`meta["graph"]`, the canonical text) and stored beside the benchmark's split under its own
+name (`test.ws_k=4_p=0.1.safetensors`). Without one, nothing differs from the benchmark.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from typing import Iterator
 import numpy as np
 
 from relreason import __version__
+from relreason.data import samplers
 from relreason.data.algorithms import ALGORITHMS, Algorithm, canonical_split
+from relreason.data.families import GraphSpec, parse_graph
 from relreason.data.specs import spec_hash, spec_to_json
 from relreason.data.trajectory import Dataset, Trajectory
 from relreason.errors import RelreasonError
@@ -27,9 +34,9 @@ IN_MEMORY_CHUNK_BYTES = 2048 * 2**20
 PROBE_MARGIN = 2.0  # the probe sample's trajectory may be shorter than most: count each sample twice as large
 MAX_CHUNK = 4096  # samples; wider lockstep batches gain nothing (quickselect at n = 16 loses)
 
-# Bytes per sample seen so far, per (algorithm, size): later splits choose their chunks without a
+# Bytes per sample seen so far, per (algorithm, size, graph): later splits choose their chunks without a
 # probe run (which costs a whole lockstep run: bubble sort at n = 64 takes 2,016 steps for one sample).
-_SAMPLE_BYTES: dict[tuple[str, int], float] = {}
+_SAMPLE_BYTES: dict[tuple[str, int, str | None], float] = {}
 
 
 def run_algorithm(name: str, *inputs) -> Trajectory:
@@ -44,12 +51,36 @@ def run_samples(alg: Algorithm, samples: list[tuple]) -> Dataset:
     return alg.run(*stacked)
 
 
-def resolve_split(name: str, split: str | None, size: int | None, num: int | None, seed: int | None) -> dict:
-    """The (split, size, num, seed) a generation request means, validated.
+def graph_algorithms() -> list[str]:
+    """The algorithms whose sampler draws a graph (those a graph family applies to)."""
+    return [n for n in ALGORITHMS.names() if samplers.takes_option(ALGORITHMS.get(n).sample, "graph")]
+
+
+def resolve_graph(name: str, graph: str | GraphSpec | None) -> GraphSpec | None:
+    """The graph family of a request on algorithm `name`, parsed; None for the benchmark's sampler.
+
+    Raises RelreasonError when `name` draws no graph."""
+    spec = parse_graph(graph) if graph is not None else None
+    if spec is not None and name not in graph_algorithms():
+        raise RelreasonError(f"{name} draws no graph: graph families apply to the graph algorithms",
+                             f"drop the graph, or use one of: {', '.join(graph_algorithms())}")
+    return spec
+
+
+def family_sampler(alg: Algorithm, graph: GraphSpec | None):
+    """The algorithm's sampler, drawing its graphs from `graph` (None: the benchmark's sampler as is)."""
+    return alg.sample if graph is None else samplers.with_options(alg.sample, graph=graph)
+
+
+def resolve_split(name: str, split: str | None, size: int | None, num: int | None, seed: int | None,
+                  graph: str | GraphSpec | None = None) -> dict:
+    """The (split, size, num, seed, graph) a generation request means, validated; `graph` comes back
+    as its canonical text, or None for the benchmark's sampler.
 
     A canonical split supplies defaults that explicit values override; without a split all three of
     size, num and seed are needed (a custom split)."""
     alg = ALGORITHMS.get(name)
+    spec = resolve_graph(name, graph)
     if split is not None:
         c = canonical_split(name, split)
         # None means "the split's"; any given value is the user's, 0 included (then refused below)
@@ -69,27 +100,34 @@ def resolve_split(name: str, split: str | None, size: int | None, num: int | Non
         raise RelreasonError(f"num {num} must be a positive number of samples", f"use 1 <= num <= {MAX_NUM}")
     if seed < 0 or seed >= 2**32:
         raise RelreasonError(f"seed {seed} is out of range", "use 0 <= seed < 2**32")
+    if spec is not None and size < spec.min_size():
+        raise RelreasonError(f"graph {spec} needs at least {spec.min_size()} nodes, the split has {size}",
+                             "use a larger size or smaller family parameters")
     label = split if split is not None and not custom else f"custom_n{size}_s{seed}_k{num}"
-    return {"split": label, "size": int(size), "num": int(num), "seed": int(seed)}
+    return {"split": label, "size": int(size), "num": int(num), "seed": int(seed),
+            "graph": None if spec is None else str(spec)}
 
 
 def iter_chunks(name: str, size: int, num: int, seed: int, chunk: int | None = None,
-                chunk_bytes: int = CHUNK_BYTES) -> Iterator[Dataset]:
+                chunk_bytes: int = CHUNK_BYTES, graph: str | GraphSpec | None = None) -> Iterator[Dataset]:
     """Yields the split in consecutive chunks (memory stays bounded; the data does not depend on them).
 
     `chunk` is the number of samples per chunk. Lockstep algorithms run faster on wider chunks, but
     hints can be large (bubble sort at n = 64 has ~2,000 steps), so without an explicit `chunk`,
     chunks take as many samples as fit in `chunk_bytes`. The bytes per sample are the most seen for
     this algorithm and size in this process; the first time, the first sample is run alone to measure
-    them (counted PROBE_MARGIN times: its trajectory may be short) and run again with its chunk."""
+    them (counted PROBE_MARGIN times: its trajectory may be short) and run again with its chunk.
+    `graph`: a graph family for graph algorithms (None: the benchmark's sampler)."""
     if chunk is not None and chunk < 1:
         raise ValueError(f"chunk = {chunk} must be a positive number of samples")
     alg = ALGORITHMS.get(name)
+    spec = resolve_graph(name, graph)
+    sample = family_sampler(alg, spec)
     rng = np.random.RandomState(seed)
     drawn: list[tuple] = []  # samples drawn in order and not yet yielded
-    key = (name, size)
+    key = (name, size, None if spec is None else str(spec))
     if chunk is None and key not in _SAMPLE_BYTES:
-        drawn.append(alg.sample(rng, size))
+        drawn.append(sample(rng, size))
         probe = run_samples(alg, drawn)
         if num == 1:
             yield probe
@@ -100,7 +138,7 @@ def iter_chunks(name: str, size: int, num: int, seed: int, chunk: int | None = N
     while start < num:
         width = chunk or int(min(MAX_CHUNK, max(1, chunk_bytes // _SAMPLE_BYTES[key])))
         take = min(width, num - start)
-        drawn.extend(alg.sample(rng, size) for _ in range(take - len(drawn)))
+        drawn.extend(sample(rng, size) for _ in range(take - len(drawn)))
         part = run_samples(alg, drawn)
         _SAMPLE_BYTES[key] = max(_SAMPLE_BYTES.get(key, 0.0), _bytes_per_sample(part))
         yield part
@@ -112,37 +150,52 @@ def _bytes_per_sample(part: Dataset) -> float:
     return sum(a.nbytes for a in part.arrays().values()) / len(part)
 
 
-def split_meta(name: str, split: str, size: int, num: int, seed: int) -> dict:
+def split_meta(name: str, split: str, size: int, num: int, seed: int, graph: str | None = None) -> dict:
+    """A split's metadata; `graph` (the family's canonical text) only when the split has one, so that the
+    benchmark's splits stay byte for byte what they were."""
     spec = ALGORITHMS.get(name).spec
-    return {"algorithm": name, "split": split, "size": size, "num": num, "seed": seed,
+    meta = {"algorithm": name, "split": split, "size": size, "num": num, "seed": seed,
             "spec": spec_to_json(spec), "spec_hash": spec_hash(spec), "relreason": __version__}
+    if graph is not None:
+        meta["graph"] = graph
+    return meta
 
 
 def generate(name: str, split: str | None = None, *, num: int | None = None, size: int | None = None,
-             seed: int | None = None) -> Dataset:
-    """Generates a split in memory: `generate(name, split="test")` or `generate(name, num=K, size=N, seed=S)`."""
-    r = resolve_split(name, split, size, num, seed)
-    ds = Dataset.concat(iter_chunks(name, r["size"], r["num"], r["seed"], chunk_bytes=IN_MEMORY_CHUNK_BYTES))
+             seed: int | None = None, graph: str | GraphSpec | None = None) -> Dataset:
+    """Generates a split in memory: `generate(name, split="test")` or `generate(name, num=K, size=N, seed=S)`;
+    `graph="ws:k=4,p=0.1"` draws a graph algorithm's graphs from that family."""
+    r = resolve_split(name, split, size, num, seed, graph)
+    ds = Dataset.concat(iter_chunks(name, r["size"], r["num"], r["seed"], chunk_bytes=IN_MEMORY_CHUNK_BYTES,
+                                    graph=r["graph"]))
     ds.meta = split_meta(name, **r)
     return ds
 
 
-def dataset_path(out_dir, algorithm: str, split: str):
-    """Where a split lives on disk: `out_dir/algorithm/<split>.safetensors`."""
+def dataset_path(out_dir, algorithm: str, split: str, graph: str | None = None):
+    """Where a split lives on disk: `out_dir/algorithm/<split>.safetensors`, or for a graph family
+    `<split>.<family text, punctuation as _>.safetensors` (`test.ws_k=4_p=0.1`)."""
     from pathlib import Path
 
-    return Path(out_dir) / algorithm / f"{split}.safetensors"
+    name = split if graph is None else f"{split}.{_file_part(graph)}"
+    return Path(out_dir) / algorithm / f"{name}.safetensors"
+
+
+def _file_part(graph: str) -> str:
+    """A graph's canonical text as part of a file name: `:` and `,` become `_`, `|` becomes `+`
+    (the metadata keeps the exact text; loading compares it)."""
+    return graph.replace(":", "_").replace(",", "_").replace("|", "+")
 
 
 def write_split(algorithm: str, split: str | None, size: int | None, num: int | None, seed: int | None, out_dir,
-                force: bool = False, on_chunk=None):
+                force: bool = False, on_chunk=None, graph: str | GraphSpec | None = None):
     """Generates a split straight to disk (streamed chunk by chunk, atomic). Returns its path.
 
-    `on_chunk(k)` is called after each chunk of k samples (progress bars)."""
+    `on_chunk(k)` is called after each chunk of k samples (progress bars); `graph`: a graph family."""
     from relreason.data.store import write_dataset
 
-    r = resolve_split(algorithm, split, size, num, seed)
-    path = dataset_path(out_dir, algorithm, r["split"])
+    r = resolve_split(algorithm, split, size, num, seed, graph)
+    path = dataset_path(out_dir, algorithm, r["split"], r["graph"])
     if path.exists() and not force:
         raise RelreasonError(f"{path} already exists", "pass --force to overwrite it")
     try:
@@ -151,7 +204,7 @@ def write_split(algorithm: str, split: str | None, size: int | None, num: int | 
         raise RelreasonError(f"cannot create {path.parent}: {e.strerror}", "choose a writable --out directory") from None
 
     def chunks():
-        for c in iter_chunks(algorithm, r["size"], r["num"], r["seed"]):
+        for c in iter_chunks(algorithm, r["size"], r["num"], r["seed"], graph=r["graph"]):
             if on_chunk is not None:
                 on_chunk(len(c))
             yield c
@@ -184,20 +237,20 @@ def terminate_as_interrupt():
 
 
 def cached_split(algorithm: str, split: str | None, data_dir, size: int | None = None, num: int | None = None,
-                 seed: int | None = None) -> Dataset:
+                 seed: int | None = None, graph: str | GraphSpec | None = None) -> Dataset:
     """Loads a split from the on-disk cache, generating it first when missing or stale."""
     from relreason.data.store import load_dataset, read_meta
 
-    r = resolve_split(algorithm, split, size, num, seed)
-    path = dataset_path(data_dir, algorithm, r["split"])
+    r = resolve_split(algorithm, split, size, num, seed, graph)
+    path = dataset_path(data_dir, algorithm, r["split"], r["graph"])
     want = split_meta(algorithm, **r)
     fresh = False
     if path.exists():
         try:
             have = read_meta(path)
-            fresh = all(have.get(k) == want[k] for k in ("size", "num", "seed", "spec_hash"))
+            fresh = all(have.get(k) == want.get(k) for k in ("size", "num", "seed", "spec_hash", "graph"))
         except RelreasonError:
             fresh = False
     if not fresh:
-        write_split(algorithm, split, size, num, seed, data_dir, force=True)
+        write_split(algorithm, split, size, num, seed, data_dir, force=True, graph=r["graph"])
     return load_dataset(path)

@@ -8,7 +8,8 @@ what matters, so keep every draw exactly where it is: a call may only be replace
 the same numbers (see `bernoulli` and `graph_sampler`).
 
 Samplers with options are frozen dataclasses whose fields are named like the reference sampler's
-keyword arguments (`p`, `length_needle`); `with_options(sample, p=0.3)` gives the variant. Options a
+keyword arguments (`p`, `length_needle`, and ours, `graph`: a graph family in place of the benchmark's
+graphs, `relreason.data.families`); `with_options(sample, p=0.3)` gives the variant. Options a
 sampler does not take are ignored, as the reference's `build_sampler` ignores them; this is how the
 training stream (`relreason.data.stream`) asks for its per-sample edge probabilities and needle lengths.
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
 import numpy as np
 
@@ -80,12 +81,19 @@ def random_er_graph(rng: RandomState, nb_nodes: int, p: float = 0.5, directed: b
         perm = rng.permutation(nb_nodes)
         mat = mat[perm, :][:, perm]
     if weighted:
-        weights = rng.uniform(low=low, high=high, size=(nb_nodes, nb_nodes))
-        if not directed:
-            weights *= np.transpose(weights)
-            weights = np.sqrt(weights + 1e-3)
-        mat = mat.astype(float) * weights
+        mat = mat.astype(float) * random_weights(rng, nb_nodes, directed=directed, low=low, high=high)
     return mat
+
+
+def random_weights(rng: RandomState, nb_nodes: int, directed: bool = False, low: float = 0.0,
+                   high: float = 1.0) -> np.ndarray:
+    """Edge weights [N, N] as the reference draws them: U[low, high), symmetrised as sqrt(W * W.T + 1e-3)
+    when undirected (so in [sqrt(1e-3), sqrt(high^2 + 1e-3)) for low = 0). Graph families use it too."""
+    weights = rng.uniform(low=low, high=high, size=(nb_nodes, nb_nodes))
+    if not directed:
+        weights *= np.transpose(weights)
+        weights = np.sqrt(weights + 1e-3)
+    return weights
 
 
 def random_community_graph(rng: RandomState, nb_nodes: int, k: int = 4, p: float = 0.5, eps: float = 0.01,
@@ -114,10 +122,20 @@ def random_community_graph(rng: RandomState, nb_nodes: int, k: int = 4, p: float
     return mat[perm, :][:, perm]
 
 
+class GraphSource(Protocol):
+    """A graph distribution in place of the benchmark's (`relreason.data.families.GraphSpec`): draws an
+    algorithm's graph input [N, N], directed / acyclic / weighted as the algorithm's sampler asks."""
+
+    def draw(self, rng: RandomState, n: int, *, directed: bool = False, acyclic: bool = False,
+             weighted: bool = False) -> np.ndarray: ...
+
+
 @dataclass(frozen=True)
 class GraphSampler:
     """ER-graph sampler as the reference's graph samplers: `rng.choice((p,))` first (it is part of the
-    draw order), then the graph, then (with `source`) a uniformly drawn source node.
+    draw order), then the graph, then (with `source`) a uniformly drawn source node. With the option
+    `graph` (a graph family, `with_options(sample, graph=parse_graph("ws"))`) the graph comes from the
+    family instead, directed, acyclic and weighted as the algorithm needs; `p` is then unused.
 
     Both `choice` calls are written as the cheaper calls they reduce to in the legacy RandomState
     stream (frozen by numpy, NEP 19): `choice` over one option is `randint(0, 1)`, which draws
@@ -129,10 +147,15 @@ class GraphSampler:
     acyclic: bool = False
     weighted: bool = False
     source: bool = False
+    graph: GraphSource | None = None  # a graph family instead of the benchmark's ER; None: the benchmark's
 
     def __call__(self, rng: RandomState, length: int) -> tuple:
-        graph = random_er_graph(rng, length, p=self.p, directed=self.directed, acyclic=self.acyclic,
-                                weighted=self.weighted)
+        if self.graph is None:
+            graph = random_er_graph(rng, length, p=self.p, directed=self.directed, acyclic=self.acyclic,
+                                    weighted=self.weighted)
+        else:
+            graph = self.graph.draw(rng, length, directed=self.directed, acyclic=self.acyclic,
+                                    weighted=self.weighted)
         if self.source:
             return graph, rng.randint(0, length)
         return (graph,)
@@ -147,14 +170,18 @@ def graph_sampler(p: float, directed: bool = False, acyclic: bool = False, weigh
 @dataclass(frozen=True)
 class CommunitySampler:
     """k-community graph sampler (the reference's SCC sampler): `choice((p,))`, which draws nothing,
-    then `random_community_graph`."""
+    then `random_community_graph`. With the option `graph` the graph comes from that family instead,
+    each edge given a random direction (`relreason.data.families`); `p`, `k` and `eps` are then unused."""
 
     p: float  # edge probability inside a community (the reference's option `p`)
     k: int = 4  # communities (SccSampler's default)
     eps: float = 0.01  # probability of the links between communities (SccSampler's default)
     directed: bool = True  # SCC needs directed graphs
+    graph: GraphSource | None = None  # a graph family instead of the communities; None: the benchmark's
 
     def __call__(self, rng: RandomState, length: int) -> tuple:
+        if self.graph is not None:
+            return (self.graph.draw(rng, length, directed=self.directed),)
         return (random_community_graph(rng, length, k=self.k, p=self.p, eps=self.eps, directed=self.directed),)
 
 

@@ -29,6 +29,7 @@ does not depend on the number of processes either.
 from __future__ import annotations
 
 import abc
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
@@ -201,15 +202,20 @@ class NarWorkload(Workload):
     # evaluation --------------------------------------------------------------------------------
 
     def dataset(self, task_index: int, split: str, size: int | None = None, num: int | None = None,
-                seed: int | None = None):
+                seed: int | None = None, graph: str | None = None):
+        """A task's evaluation split; `graph` (a graph family, or "clrs" for the benchmark's sampler)
+        replaces the one the run's config gives that split."""
         task = self.tasks[task_index]
-        key = (task.name, split, size, num, seed)
+        key = (task.name, split, size, num, seed, graph)
         if key not in self._eval_cache:
             ibarz = getattr(self.cfg.data, "stream", DataStream.CANONICAL) is DataStream.IBARZ
-            if ibarz and split == "val" and (size, num, seed) == (None, None, None):
+            data = self.cfg.data
+            if graph is not None:
+                data = dataclasses.replace(data, graph=graph, graph_splits=(split,))
+            if ibarz and split == "val" and (size, num, seed, graph) == (None, None, None, None):
                 self._eval_cache[key] = ibarz_validation(self.cfg, task.name, task_index)
             else:
-                self._eval_cache[key] = task.load(split, self.cfg.data, size=size, num=num, seed=seed)
+                self._eval_cache[key] = task.load(split, data, size=size, num=num, seed=seed)
         return self._eval_cache[key]
 
     def eval_total(self, split: str) -> int:
@@ -217,7 +223,7 @@ class NarWorkload(Workload):
 
     def evaluate(self, split: str, on_examples=None, *, size: int | None = None, num: int | None = None,
                  seed: int | None = None, batch_size: int | None = None, sizes: list[int] | None = None,
-                 shard: Shard | None = None) -> dict:
+                 shard: Shard | None = None, graph: str | None = None) -> dict:
         from relreason.eval.evaluate import score_dataset
 
         if sizes is not None:
@@ -225,7 +231,7 @@ class NarWorkload(Workload):
 
         per_task = {}
         for i, task in enumerate(self.tasks):
-            ds = self.dataset(i, split, size, num, seed)
+            ds = self.dataset(i, split, size, num, seed, graph)
             net = self.built.net(task.name)
             # validation randomizes `pos` as training does (the reference validates so); tests use the true positions
             gen = validation_generator(self.cfg.train.seed, i) if split == "val" and self.cfg.model.random_pos else None
@@ -272,14 +278,16 @@ IDLE_STAND_IN = np.arange(1)
 
 
 def split_label(ds, split: str) -> str:
-    """How a split is described beside its score: "test, n=64, 32 samples" or, for graphs of several
-    sizes, "test, backbone 100 (padded to 137 nodes), 200 samples"."""
+    """How a split is described beside its score: "test, n=64, 32 samples", "test, n=64, ws:k=4,p=0.1,
+    32 samples" for a graph family, or, for graphs of several sizes, "test, backbone 100 (padded to
+    137 nodes), 200 samples"."""
     meta = ds.meta or {}
     if ds.sizes is not None:
         backbone = meta.get("size")
         what = f"backbone {backbone[0]}..{backbone[1] - 1}" if isinstance(backbone, list) else f"backbone {backbone}"
         return f"{split}, {what} (padded to {ds.n} nodes), {len(ds)} samples"
-    return f"{split}, n={ds.n}, {len(ds)} samples"
+    graph = f"{meta['graph']}, " if meta.get("graph") is not None else ""
+    return f"{split}, n={ds.n}, {graph}{len(ds)} samples"
 
 
 EVAL_MEMORY_FRACTION = 0.25  # of the available memory, for one evaluation batch's activations
