@@ -50,10 +50,12 @@ def make_run(root: Path, name: str, model: str = "mpnn", task: str = "bfs", seed
     if finished:
         lower = lower_is_better if lower_is_better is not None else metric == "relative_loss"
         best = (min if lower else max)(vals)
+        # results.json as the first relreason wrote it (schema version 1: no "schema_version" key)
         res = {"relreason": "0.1.0", "model": model, "task": task, "seed": seed, "recipe": None,
+               "command": f"relreason train {model} {task}", "steps": every * (len(vals) - 1) // 32,
                "examples": every * (len(vals) - 1), "seconds": 1.0, "best_val": best,
                "best_examples": vals.index(best) * every, "test_size": 64,
-               "test": {"score": test, "outputs": {"pi": test}, "hints": {}}}
+               "test": {"score": test, "outputs": {"pi": test}, "hints": {}}, "config": cfg}
         if metric is not None:
             res.update(metric=metric, lower_is_better=lower)
         if per_task is not None:

@@ -17,10 +17,14 @@ def _finish(cell, score: float, seconds: float = 3600.0, threads: int = 1) -> No
     cfg = cell.config.to_dict()
     cfg["train"]["threads"] = threads
     cell.run_dir.mkdir(parents=True)
+    examples = cfg["train"]["train_examples"]
     (cell.run_dir / "results.json").write_text(json.dumps({
-        "config": cfg, "test": {"score": score}, "seconds": seconds, "examples": cfg["train"]["train_examples"],
-        "recipe": cell.config.recipe, "hardware": ["Test CPU (2 cores), 1 torch thread, cpu"], "best_val": 0.99,
-        "command": f"relreason reproduce ibarz2022 --tasks {cell.task}", "relreason": "0.1.0"}))
+        "relreason": "0.1.0", "model": cell.config.model_name, "task": cell.task, "seed": cell.seed,
+        "recipe": cell.config.recipe, "command": f"relreason reproduce ibarz2022 --tasks {cell.task}",
+        "steps": examples // cfg["train"]["batch_size"], "examples": examples, "seconds": seconds,
+        "best_val": 0.99, "best_examples": examples, "test_size": cfg["data"]["test_size"],
+        "test": {"score": score, "outputs": {"d": score}, "hints": {}}, "config": cfg,
+        "hardware": ["Test CPU (2 cores), 1 torch thread, cpu"]}))
 
 
 def test_results_md_shows_ours_beside_the_paper_with_hardware_time_and_progress(tmp_path):
