@@ -75,6 +75,22 @@ def make_run(root: Path, name: str, model: str = "mpnn", task: str = "bfs", seed
 HELD: list = []  # locks held by the test process for "running" fake runs
 
 
+def results_json(config: dict, score: float = 0.5, **fields) -> str:
+    """The results.json of a finished run with the stored config `config` (Config.to_dict()), as the loop
+    writes it (relreason.rundir.RunResults); `fields` replace any of its values."""
+    from relreason.rundir import RunResults, TestScores
+
+    train = config["train"]
+    base = dict(relreason="0.1.0", model=config["model_name"], task=config["task"], tasks=[config["task"]],
+                seed=train["seed"], recipe=config["recipe"], deviation=None, command=None, metric="clrs",
+                lower_is_better=False, steps=train["train_examples"] // train["batch_size"],
+                examples=train["train_examples"], processes=1, seconds=1.0, hardware=["Test CPU"], train_seconds=1.0,
+                best_val=0.5, best_examples=train["train_examples"], test_size=config["data"]["test_size"],
+                test_label=None, test=TestScores(score=score, outputs={"x": score}, hints={}), per_task={},
+                config=config)
+    return RunResults(**{**base, **fields}).to_json()
+
+
 def live_lock() -> dict:
     return {"pid": os.getpid(), "host": socket.gethostname(), "started": 1.0}
 
