@@ -19,6 +19,8 @@ from pathlib import Path
 
 from relreason.config import build_config
 from relreason.errors import RelreasonError
+from relreason.rundir import (CELL_RUN, RunDir, RunResults, read_object, read_run_record, read_trainer_state,
+                              seed_of_dir)
 from relreason.study import Study, result_identity, study_table
 
 CELLS, PROGRESS = "cells", "progress"
@@ -44,35 +46,45 @@ def collect_results(source: Path, results: Path) -> list[Path]:
     if not root.is_dir():
         raise RelreasonError(f"{root} holds no cells", "run `relreason reproduce TABLE` first (or give --from)")
     written = []
-    for run in sorted(root.glob("*/*/*/seed*/run")):
+    for run in sorted(root.glob(f"*/*/*/seed*/{CELL_RUN}")):
         rel = run.parent.relative_to(root)  # <model>/<setting>/<task>/seed<k>
-        done = run / "results.json"
-        if done.is_file():
-            data = json.loads(done.read_text())
+        files = RunDir(run)
+        if files.results.is_file():
+            data = read_object(files.results)
+            RunResults.from_dict(data, str(files.results))  # validated; copied as written (its schema version kept)
             if _write(Path(results) / CELLS / f"{rel}.json", data):
                 written.append(Path(results) / CELLS / f"{rel}.json")
             (Path(results) / PROGRESS / f"{rel}.json").unlink(missing_ok=True)
             continue
-        state = run / "last" / "trainer_state.json"
-        if not state.is_file():
+        if not files.last.trainer_state.is_file():
             continue
-        st = json.loads(state.read_text())
-        cfg = json.loads((run / "config.json").read_text())
-        record = {"examples": st.get("examples"), "train_examples": cfg["config"]["train"]["train_examples"],
-                  "best_val": st.get("best_val"), "seconds": round(st.get("seconds") or 0.0, 1),
-                  "hardware": st.get("hardware") or [], "command": cfg.get("command"), "config": cfg["config"]}
+        st = read_trainer_state(files.last.path)
+        cfg = read_run_record(run)
+        record = {"examples": st.examples, "train_examples": cfg.config["train"]["train_examples"],
+                  "best_val": st.best_val, "seconds": round(st.seconds, 1), "hardware": st.hardware,
+                  "command": cfg.command, "config": cfg.config}
         if _write(Path(results) / PROGRESS / f"{rel}.json", record):
             written.append(Path(results) / PROGRESS / f"{rel}.json")
     return written
 
 
-def _files(results: Path, kind: str) -> list[tuple[tuple[str, str, str, int], dict]]:
-    """((model, setting, task, seed), data) of every result file of `kind` (cells or progress)."""
+def _files(results: Path, kind: str) -> list[tuple[tuple[str, str, str, int], Path]]:
+    """((model, setting, task, seed), path) of every result file of `kind` (cells or progress)."""
     out = []
     for path in sorted((Path(results) / kind).glob("*/*/*/seed*.json")):
         model, setting, task = path.parts[-4:-1]
-        out.append(((model, setting, task, int(path.stem[4:])), json.loads(path.read_text())))
+        out.append(((model, setting, task, seed_of_dir(path.stem)), path))
     return out
+
+
+def cell_files(results: Path) -> list[tuple[tuple[str, str, str, int], RunResults]]:
+    """((model, setting, task, seed), its results) of every finished cell under `results`, validated."""
+    return [(key, RunResults.from_dict(read_object(path), str(path))) for key, path in _files(results, CELLS)]
+
+
+def progress_files(results: Path) -> list[tuple[tuple[str, str, str, int], dict]]:
+    """((model, setting, task, seed), how far it got) of every unfinished cell under `results`."""
+    return [(key, read_object(path)) for key, path in _files(results, PROGRESS)]
 
 
 def _protocol_identity(study: Study, variant, task: str, seed: int) -> dict:
@@ -89,7 +101,7 @@ def _protocols(model: str, task: str) -> set[str]:
             if v.model == model}
 
 
-def table_result(study: Study, files: list[tuple[tuple, dict]]) -> dict | None:
+def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | None:
     """The study's result (as relreason.study.run_study returns it) from collected result files:
     the cells of its columns (model and delta) on its tasks, under the column's protocol recipe or a
     recipe that is no table's protocol (e.g. `quick`: kept, marked not comparable); the cells of
@@ -109,18 +121,18 @@ def table_result(study: Study, files: list[tuple[tuple, dict]]) -> dict | None:
             if recipe != own and recipe in _protocols(model, task):
                 continue
             why = [v.caveat] if v.caveat else []
-            if result_identity(data.get("config") or {}) != _protocol_identity(study, v, task, seed):
-                why.append(f"recipe {data.get('recipe')}" + (f" ({data['deviation']})" if data.get("deviation") else "")
+            if result_identity(data.config) != _protocol_identity(study, v, task, seed):
+                why.append(f"recipe {data.recipe}" + (f" ({data.deviation})" if data.deviation else "")
                            + ", not the paper's protocol")
             if task in study.not_comparable:
                 why.append(study.not_comparable[task])
             records.append({"variant": v.label, "model": model, "task": task, "seed": seed,
-                            "score": data["test"]["score"], "comparable": not why, "why_not": "; ".join(why),
-                            "seconds": data.get("seconds"), "hardware": data.get("hardware") or [],
-                            "command": data.get("command"), "examples": data.get("examples"),
+                            "score": data.test.score, "comparable": not why, "why_not": "; ".join(why),
+                            "seconds": data.seconds, "hardware": data.hardware or [],
+                            "command": data.command, "examples": data.examples,
                             "reproduce": f"relreason reproduce {study.name} --models {model} --tasks {task} "
                                          f"--seeds {seed + 1}",
-                            "recipe": data.get("recipe"), "relreason": data.get("relreason")})
+                            "recipe": data.recipe, "relreason": data.relreason})
     if not records:
         return None
     used_tasks = [t for t in tasks if any(r["task"] == t for r in records)]
@@ -147,7 +159,7 @@ def write_report(results: Path, markdown: Path) -> int:
     from relreason.eval.report import render
     from relreason.tables import TABLES
 
-    files, progress = _files(results, CELLS), _files(results, PROGRESS)
+    files, progress = cell_files(results), progress_files(results)
     lines = ["# Results", "",
              "Generated by `relreason results` from the result files under `results/` (one per finished cell of",
              "`relreason reproduce`); never edited by hand. Ours: OOD test score (%) as mean ± sample std (ddof 1)",

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from relreason.errors import RelreasonError
+from relreason.rundir import LOCK
 
 
 def keep_freed_memory() -> bool:
@@ -72,7 +73,7 @@ class RunLock:
     lock is simply free. The file records the holder (pid, host, start time) for error messages and
     `relreason runs`. Use as a context manager or with acquire()/release()."""
 
-    NAME = ".lock"
+    NAME = LOCK
 
     def __init__(self, directory: Path):
         self.directory = Path(directory)

@@ -30,9 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
-from relreason.config import NOT_PROTOCOL_KEYS, Config, build_config, keys_of, parse_overrides, to_plain
+from relreason.config import Config, build_config, keys_of, parse_overrides, to_plain
 from relreason.errors import RelreasonError
 from relreason.eval.stats import STD_KIND, Summary
+from relreason.protocol import run_identity
+from relreason.rundir import CELL_RUN, RunDir, read_results, seed_dir
 from relreason.tasks import expand_tasks
 
 
@@ -100,7 +102,7 @@ class Cell:
 
     @property
     def run_dir(self) -> Path:
-        return self.directory / "run"
+        return self.directory / CELL_RUN
 
     @property
     def comparable(self) -> bool:
@@ -116,13 +118,13 @@ def delta_slug(delta: dict) -> str:
 def cell_dir(out: Path, study: Study, variant: Variant, task: str, seed: int, recipe_label: str) -> Path:
     if study.layout == "protocol":
         setting = recipe_label + (f"+{delta_slug(variant.delta)}" if variant.delta else "")
-        return Path(out) / "cells" / variant.model / setting / task / f"seed{seed}"
-    return Path(out) / study.name / variant.label.replace(" ", "_") / task / f"seed{seed}"
+        return Path(out) / "cells" / variant.model / setting / task / seed_dir(seed)
+    return Path(out) / study.name / variant.label.replace(" ", "_") / task / seed_dir(seed)
 
 
 def result_identity(plain: dict) -> dict:
     """A stored config (Config.to_dict()) without the keys that do not change what a run computes
-    (NOT_PROTOCOL_KEYS: device, threads, kernels..., but the seed stays): two runs with the same
+    (relreason.protocol.run_identity: device, threads, kernels..., but the seed stays): two runs with the same
     identity are the same cell, whichever machine and thread count computed them.
 
     The stored config is first resolved again by today's code, so a key added since the run was
@@ -134,14 +136,7 @@ def result_identity(plain: dict) -> dict:
         plain = config_from_dict(plain).to_dict()
     except (RelreasonError, KeyError, TypeError):
         pass
-    drop = {tuple(k.split(".")) for k in NOT_PROTOCOL_KEYS if k != "train.seed"}
-    out = {}
-    for key, value in plain.items():
-        if isinstance(value, dict):
-            out[key] = {k: v for k, v in value.items() if (key, k) not in drop}
-        else:
-            out[key] = value
-    return out
+    return run_identity(plain)
 
 
 def _differences(a: dict, b: dict) -> list[str]:
@@ -213,14 +208,14 @@ def cell_state(cell: Cell) -> str:
     from relreason.train.loop import has_progress, stored_config
 
     want = result_identity(cell.config.to_dict())
-    results = cell.run_dir / "results.json"
-    if results.is_file():
+    files = RunDir(cell.run_dir)
+    if files.results.is_file():
         try:
-            data = json.loads(results.read_text())
-        except (OSError, json.JSONDecodeError):
+            data = read_results(files.results)
+        except RelreasonError:
             return "stale"
-        return "done" if result_identity(data.get("config") or {}) == want else "stale"
-    if (cell.run_dir / "last" / "trainer_state.json").exists():
+        return "done" if result_identity(data.config) == want else "stale"
+    if files.last.trainer_state.exists():
         try:
             return "partial" if result_identity(stored_config(cell.run_dir).to_dict()) == want else "stale"
         except RelreasonError:
@@ -273,7 +268,7 @@ def train_cell(cell: Cell, show_progress: bool = False, log: Callable[[str], Non
         if state == "partial":  # the stored config (the same cell; it may differ in machine-only keys)
             t = cell.config.train
             cfg = resume_config(cell.run_dir, [f"train.device={t.device}", f"train.threads={t.threads}"])
-        res = run(cfg, out=cell.directory, name="run", resume=state == "partial", show_progress=show_progress,
+        res = run(cfg, out=cell.directory, name=CELL_RUN, resume=state == "partial", show_progress=show_progress,
                   log=log, lock=lock)
         return "interrupted" if res.interrupted else "trained"
     finally:
@@ -386,14 +381,13 @@ def _worker_cell(cell: Cell) -> str:
 def cell_record(c: Cell) -> dict:
     """A finished cell as the study's result files hold it: what ran, how it scored, on what hardware
     and how long, and whether it is comparable with the paper."""
-    data = json.loads((c.run_dir / "results.json").read_text())
+    data = read_results(c.run_dir)
     return {"variant": c.variant.label, "model": c.variant.model, "task": c.task, "seed": c.seed,
-            "score": data["test"]["score"], "best_val": data["best_val"], "examples": data["examples"],
-            "recipe": data.get("recipe"), "comparable": c.comparable, "why_not": c.why_not,
-            "seconds": data.get("seconds"), "hardware": data.get("hardware") or [],
-            "processes": data.get("processes", 1), "command": data.get("command"),
-            "relreason": data.get("relreason"), "run": str(c.run_dir), "per_task": data.get("per_task") or {},
-            "config": data.get("config")}
+            "score": data.test.score, "best_val": data.best_val, "examples": data.examples,
+            "recipe": data.recipe, "comparable": c.comparable, "why_not": c.why_not,
+            "seconds": data.seconds, "hardware": data.hardware or [],
+            "processes": 1 if data.processes is None else data.processes, "command": data.command,
+            "relreason": data.relreason, "run": str(c.run_dir), "per_task": data.per_task, "config": data.config}
 
 
 def collect(study: Study, cells: list[Cell]) -> tuple[list[dict], list[str]]:

@@ -9,7 +9,7 @@ checkpoint swap).
     proc.send_signal(signal.SIGKILL)   # or SIGINT, then release(tmp_path) to let it go on
 
 The child imports a `sitecustomize` (put first on PYTHONPATH) that wraps relreason.train.loop's
-`_append`: after the first validation record at >= `examples` examples is written, and before that
+`_append` (rows of relreason.rundir): after the first validation row at >= `examples` examples is written, and before that
 validation's checkpoint moves `last/` forward, it writes `held` and sleeps until `release` exists.
 A kill there leaves a metrics line newer than the last checkpoint: the case resuming must truncate.
 """
@@ -36,8 +36,8 @@ _append = _loop._append
 
 def _holding_append(path, record):
     _append(path, record)
-    if record.get("event") == "val" and record.get("examples", 0) >= _at and not (_where / "held").exists():
-        (_where / "held").write_text(json.dumps(record["examples"]))
+    if record.event == "val" and record.examples >= _at and not (_where / "held").exists():
+        (_where / "held").write_text(json.dumps(record.examples))
         while not (_where / "release").exists():  # a signal's handler runs here; SIGKILL ends it here
             time.sleep(0.02)
 

@@ -50,10 +50,12 @@ def make_run(root: Path, name: str, model: str = "mpnn", task: str = "bfs", seed
     if finished:
         lower = lower_is_better if lower_is_better is not None else metric == "relative_loss"
         best = (min if lower else max)(vals)
+        # results.json as the first relreason wrote it (schema version 1: no "schema_version" key)
         res = {"relreason": "0.1.0", "model": model, "task": task, "seed": seed, "recipe": None,
+               "command": f"relreason train {model} {task}", "steps": every * (len(vals) - 1) // 32,
                "examples": every * (len(vals) - 1), "seconds": 1.0, "best_val": best,
                "best_examples": vals.index(best) * every, "test_size": 64,
-               "test": {"score": test, "outputs": {"pi": test}, "hints": {}}}
+               "test": {"score": test, "outputs": {"pi": test}, "hints": {}}, "config": cfg}
         if metric is not None:
             res.update(metric=metric, lower_is_better=lower)
         if per_task is not None:
@@ -71,6 +73,22 @@ def make_run(root: Path, name: str, model: str = "mpnn", task: str = "bfs", seed
 
 
 HELD: list = []  # locks held by the test process for "running" fake runs
+
+
+def results_json(config: dict, score: float = 0.5, **fields) -> str:
+    """The results.json of a finished run with the stored config `config` (Config.to_dict()), as the loop
+    writes it (relreason.rundir.RunResults); `fields` replace any of its values."""
+    from relreason.rundir import RunResults, TestScores
+
+    train = config["train"]
+    base = dict(relreason="0.1.0", model=config["model_name"], task=config["task"], tasks=[config["task"]],
+                seed=train["seed"], recipe=config["recipe"], deviation=None, command=None, metric="clrs",
+                lower_is_better=False, steps=train["train_examples"] // train["batch_size"],
+                examples=train["train_examples"], processes=1, seconds=1.0, hardware=["Test CPU"], train_seconds=1.0,
+                best_val=0.5, best_examples=train["train_examples"], test_size=config["data"]["test_size"],
+                test_label=None, test=TestScores(score=score, outputs={"x": score}, hints={}), per_task={},
+                config=config)
+    return RunResults(**{**base, **fields}).to_json()
 
 
 def live_lock() -> dict:

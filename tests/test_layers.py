@@ -4,7 +4,8 @@ lower ones, and no modules import each other in a circle.
 The layers, lowest first, and why each stands where it does:
 
 - core: what every other layer may use and that knows none of them: errors, the Registry, seeds,
-  process-level runtime helpers, the protocol's key list, the package's version;
+  process-level runtime helpers, what a result is (the protocol's keys), the run directory's layout and
+  records (read by models, eval and train alike), the package's version;
 - data: the CLRS-30 specs, algorithms, samplers and datasets on disk, and the `data:` sections that
   configure them (relreason.data.config); no model, no metric;
 - models: encoders, processors, decoders, text models, and building a configured net from what its
@@ -40,6 +41,7 @@ PLACES = {
     "relreason.seeds": "core",
     "relreason.runtime": "core",
     "relreason.protocol": "core",
+    "relreason.rundir": "core",
     "relreason.data": "data",
     "relreason.models": "models",
     "relreason.eval": "eval",

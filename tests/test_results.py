@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from fake_runs import results_json
 from typer.testing import CliRunner
 
 from relreason.cli.main import app
@@ -17,10 +18,9 @@ def _finish(cell, score: float, seconds: float = 3600.0, threads: int = 1) -> No
     cfg = cell.config.to_dict()
     cfg["train"]["threads"] = threads
     cell.run_dir.mkdir(parents=True)
-    (cell.run_dir / "results.json").write_text(json.dumps({
-        "config": cfg, "test": {"score": score}, "seconds": seconds, "examples": cfg["train"]["train_examples"],
-        "recipe": cell.config.recipe, "hardware": ["Test CPU (2 cores), 1 torch thread, cpu"], "best_val": 0.99,
-        "command": f"relreason reproduce ibarz2022 --tasks {cell.task}", "relreason": "0.1.0"}))
+    (cell.run_dir / "results.json").write_text(results_json(
+        cfg, score, seconds=seconds, best_val=0.99, hardware=["Test CPU (2 cores), 1 torch thread, cpu"],
+        command=f"relreason reproduce ibarz2022 --tasks {cell.task}"))
 
 
 def test_results_md_shows_ours_beside_the_paper_with_hardware_time_and_progress(tmp_path):
@@ -32,8 +32,10 @@ def test_results_md_shows_ours_beside_the_paper_with_hardware_time_and_progress(
     (partial,) = plan_cells(study, ["dfs"], 1, None, tmp_path / "rep", [])
     (partial.run_dir / "last").mkdir(parents=True)
     (partial.run_dir / "last" / "trainer_state.json").write_text(json.dumps(
-        {"examples": 96000, "best_val": 0.5, "seconds": 1800.0, "hardware": ["Test CPU"]}))
-    (partial.run_dir / "config.json").write_text(json.dumps({"config": partial.config.to_dict(), "command": "c"}))
+        {"step": 3000, "examples": 96000, "best_val": 0.5, "best_examples": 64000, "seconds": 1800.0,
+         "hardware": ["Test CPU"]}))
+    (partial.run_dir / "config.json").write_text(json.dumps({"relreason": "0.1.0", "config": partial.config.to_dict(),
+                                                             "command": "c"}))
 
     written = collect_results(tmp_path / "rep", tmp_path / "results")
     assert len(written) == 5 and (tmp_path / "results" / "cells" / "triplet_gmpnn" / "triplet_gmpnn" / "bellman_ford"
@@ -65,12 +67,12 @@ def test_results_command_writes_the_report(tmp_path):
 
 def test_a_cell_of_another_tables_protocol_stays_in_that_table(tmp_path):
     """clrs30's MPNN cells are not shown in rt-table19's MPNN column (whose protocol is rt_table2)."""
-    from relreason.results import table_result, _files
+    from relreason.results import cell_files, table_result
 
     (cell,) = plan_cells(TABLES.get("clrs30"), ["bfs"], 1, None, tmp_path / "rep", [], ["mpnn"])
     _finish(cell, 0.99)
     collect_results(tmp_path / "rep", tmp_path / "results")
-    files = _files(tmp_path / "results", "cells")
+    files = cell_files(tmp_path / "results")
     assert table_result(TABLES.get("rt-table19"), files) is None
     (row,) = table_result(TABLES.get("clrs30"), files)["cells"]
     assert row["variant"] == "mpnn" and row["comparable"]

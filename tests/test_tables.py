@@ -3,9 +3,8 @@ averages, every name they use is registered, and cells are marked comparable onl
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from fake_runs import results_json
 
 from relreason.ablations import ABLATIONS
 from relreason.models.catalog import find_model
@@ -85,8 +84,8 @@ def test_a_cell_finished_with_other_threads_is_the_same_cell(tmp_path):
     stored = cell.config.to_dict()
     stored["train"]["threads"] = 1
     cell.run_dir.mkdir(parents=True)
-    (cell.run_dir / "results.json").write_text(json.dumps({"config": stored}))
+    (cell.run_dir / "results.json").write_text(results_json(stored))
     assert cell_state(cell) == "done"
     stored["train"]["lr"] = 0.01
-    (cell.run_dir / "results.json").write_text(json.dumps({"config": stored}))
+    (cell.run_dir / "results.json").write_text(results_json(stored))
     assert cell_state(cell) == "stale"

@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import Optional
 
 from relreason.errors import RelreasonError
-from relreason.eval.runs import (UNKNOWN_METRIC, Metric, MetricLookup, RunInfo, Stat, discover_runs, read_metrics,
-                                 resolve_metric, validation_records)
+from relreason.eval.discovery import discover_runs
+from relreason.eval.metric_kinds import UNKNOWN_METRIC, Metric, MetricLookup, resolve_metric
+from relreason.eval.records import RunInfo
+from relreason.eval.stats import Summary as Stat
+from relreason.rundir import RunDir, read_metrics, validations
 
 FORMATS = ("png", "svg", "pdf")
 
@@ -54,7 +57,7 @@ def curves_figure(runs: list[RunInfo]):
         raise RelreasonError(f"cannot plot scores of different metrics on one axis: {names}",
                              "plot the runs of each metric separately")
     metric = next(iter(metrics.values()), UNKNOWN_METRIC)
-    curves = [(r, validation_records(read_metrics(r.path))) for r in runs]
+    curves = [(r, validations(read_metrics(RunDir(r.path).metrics))) for r in runs]
     if not any(vals for _, vals in curves):
         raise RelreasonError("no validation records to plot in " + ", ".join(r.name for r in runs),
                              "metrics.jsonl is written at each validation; let the run reach its first one")
@@ -65,11 +68,11 @@ def curves_figure(runs: list[RunInfo]):
     for r, vals in curves:
         if not vals:
             continue
-        x = [v["examples"] for v in vals]
-        (line,) = ax_score.plot(x, [v["score"] * scale for v in vals], label=r.name, linewidth=1.5)
+        x = [v.examples for v in vals]
+        (line,) = ax_score.plot(x, [v.score * scale for v in vals], label=r.name, linewidth=1.5)
         if r.best_examples is not None and r.best_val is not None:
             ax_score.scatter([r.best_examples], [r.best_val * scale], color=line.get_color(), zorder=3, s=18)
-        losses = [(v["examples"], v["loss"]) for v in vals if isinstance(v.get("loss"), (int, float))]
+        losses = [(v.examples, v.loss) for v in vals if v.loss is not None]
         if losses:
             any_loss = True
             ax_loss.plot(*zip(*losses), label=r.name, color=line.get_color(), linewidth=1.5)

@@ -23,6 +23,7 @@ from relreason import __version__
 from relreason.config import Config, config_from_dict
 from relreason.data.store import current_umask, owner_tag, remove_stale_temporaries
 from relreason.errors import RelreasonError
+from relreason.rundir import CHECKPOINT_CONFIG, OPTIMIZER, OPTIMIZER_META, TRAINER_STATE, WEIGHTS, old_checkpoint
 
 FORMAT = 1  # bump when the checkpoint layout changes incompatibly
 
@@ -63,23 +64,23 @@ def save_checkpoint(path: Path, model: torch.nn.Module, cfg: Config, spec_hash: 
     remove_stale_temporaries(path.parent)  # of a writer killed before its rename
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{owner_tag()}.", suffix=".tmp", dir=path.parent))
     try:
-        save_file(_state_for_safetensors(model.state_dict()), tmp / "model.safetensors")
+        save_file(_state_for_safetensors(model.state_dict()), tmp / WEIGHTS)
         meta = {"format": FORMAT, "relreason": __version__, "spec_hash": spec_hash, "config": cfg.to_dict(),
                 **(extra or {})}
-        (tmp / "config.json").write_text(json.dumps(meta, indent=2))
+        (tmp / CHECKPOINT_CONFIG).write_text(json.dumps(meta, indent=2))
         if optimizer is not None:
             tensors, opt_meta = _flatten_optimizer(optimizer)
-            save_file(tensors, tmp / "optimizer.safetensors")
-            (tmp / "optimizer.json").write_text(json.dumps(opt_meta))
+            save_file(tensors, tmp / OPTIMIZER)
+            (tmp / OPTIMIZER_META).write_text(json.dumps(opt_meta))
         if trainer_state is not None:
-            (tmp / "trainer_state.json").write_text(json.dumps(trainer_state, indent=2))
+            (tmp / TRAINER_STATE).write_text(json.dumps(trainer_state, indent=2))
         umask = current_umask()  # mkdtemp makes 0700 and safetensors writes 0600: give the usual modes
         for f in tmp.iterdir():
             os.chmod(f, 0o666 & ~umask)
         os.chmod(tmp, 0o777 & ~umask)
         old = None
         if path.exists():
-            old = path.with_name(f".{path.name}.old")
+            old = old_checkpoint(path)
             if old.exists():
                 shutil.rmtree(old)
             os.replace(path, old)
@@ -95,7 +96,7 @@ def save_checkpoint(path: Path, model: torch.nn.Module, cfg: Config, spec_hash: 
 def recover(path: Path) -> None:
     """If a kill struck between the two renames of `save_checkpoint`, put the old checkpoint back."""
     path = Path(path)
-    old = path.with_name(f".{path.name}.old")
+    old = old_checkpoint(path)
     if not path.exists() and old.exists():
         os.replace(old, path)
 
@@ -103,7 +104,7 @@ def recover(path: Path) -> None:
 def read_checkpoint_meta(path: Path) -> dict:
     path = Path(path)
     recover(path)
-    cfg_file = path / "config.json"
+    cfg_file = path / CHECKPOINT_CONFIG
     try:
         text = cfg_file.read_text()
     except PermissionError:
@@ -128,7 +129,7 @@ def load_config(path: Path) -> Config:
 
 def load_weights(path: Path, model: torch.nn.Module) -> None:
     """Loads model.safetensors strictly into `model`, naming missing/unexpected keys."""
-    file = Path(path) / "model.safetensors"
+    file = Path(path) / WEIGHTS
     _check_readable(file, "the checkpoint is incomplete; use another one")
     try:
         state = load_file(str(file))
@@ -163,11 +164,11 @@ def _check_readable(file: Path, hint_missing: str) -> None:
 
 def load_optimizer(path: Path, optimizer: torch.optim.Optimizer) -> None:
     path = Path(path)
-    for name in ("optimizer.safetensors", "optimizer.json"):
+    for name in (OPTIMIZER, OPTIMIZER_META):
         _check_readable(path / name, "start a new run without --resume")
     try:
-        tensors = load_file(str(path / "optimizer.safetensors"))
-        meta = json.loads((path / "optimizer.json").read_text())
+        tensors = load_file(str(path / OPTIMIZER))
+        meta = json.loads((path / OPTIMIZER_META).read_text())
     except (SafetensorError, OSError, json.JSONDecodeError) as e:
         raise RelreasonError(f"cannot resume from {path}: optimizer state unreadable ({e})",
                              "start a new run without --resume") from None
@@ -175,9 +176,9 @@ def load_optimizer(path: Path, optimizer: torch.optim.Optimizer) -> None:
 
 
 def load_trainer_state(path: Path) -> dict:
-    _check_readable(Path(path) / "trainer_state.json", "start a new run without --resume")
+    _check_readable(Path(path) / TRAINER_STATE, "start a new run without --resume")
     try:
-        return json.loads((Path(path) / "trainer_state.json").read_text())
+        return json.loads((Path(path) / TRAINER_STATE).read_text())
     except (OSError, json.JSONDecodeError):
         raise RelreasonError(f"cannot resume from {path}: trainer_state.json missing or corrupt",
                              "start a new run without --resume") from None

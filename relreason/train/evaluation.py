@@ -17,13 +17,14 @@ from typing import Any, Iterator
 import torch
 
 from relreason.errors import RelreasonError
+from relreason.rundir import BEST, CHECKPOINT_CONFIG, RunDir
 from relreason.train import checkpoint as ckpt
 
 
 def resolve_checkpoint(target, runs_dir="runs") -> Path:
     """A run directory (-> its best/), a checkpoint directory, or None (-> the newest run's best/)."""
     if target is None:
-        runs = [p for p in Path(runs_dir).glob("*/best/config.json")] if Path(runs_dir).is_dir() else []
+        runs = [p for p in Path(runs_dir).glob(f"*/{BEST}/{CHECKPOINT_CONFIG}")] if Path(runs_dir).is_dir() else []
         if not runs:
             raise RelreasonError(f"no trained run found under {runs_dir}/",
                                  "train one first (relreason train mpnn bellman_ford --recipe quick) or give RUN")
@@ -33,8 +34,9 @@ def resolve_checkpoint(target, runs_dir="runs") -> Path:
         raise RelreasonError(f"{path} does not exist", "give a run directory (runs/NAME) or a checkpoint directory")
     if not path.is_dir():
         raise RelreasonError(f"{path} is not a directory", "give a run directory (runs/NAME) or a checkpoint directory")
-    if (path / "best" / "config.json").exists():
-        return path / "best"
+    best = RunDir(path).best
+    if best.config.exists():
+        return best.path
     return path
 
 

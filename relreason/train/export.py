@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 from relreason.errors import RelreasonError
 from relreason.eval.report import render, score_rows
+from relreason.rundir import CHECKPOINT_CONFIG, WEIGHTS, RunDir, RunResults
+from relreason.rundir import read_results as read_results_file
 
 FORMATS = ("md", "csv", "json", "latex")
 
 
-def read_results(run_dir: Path) -> dict:
-    path = Path(run_dir) / "results.json"
+def read_results(run_dir: Path) -> RunResults:
+    """The results.json of a finished run, validated. Raises RelreasonError when it has none or it is damaged."""
+    path = RunDir(run_dir).results
     if not path.is_file():
         raise RelreasonError(f"{run_dir} has no results.json (unfinished or not a run directory)",
                              "finish it with `relreason train ... --name NAME --resume`")
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError:
-        raise RelreasonError(f"{path} is corrupt", "re-run the final evaluation with `relreason eval`") from None
+    return read_results_file(path, "re-run the final evaluation with `relreason eval`")
 
 
 def results_table(run_dir: Path, fmt: str) -> str:
@@ -30,15 +29,20 @@ def results_table(run_dir: Path, fmt: str) -> str:
 
     res = read_results(run_dir)
     rows, columns = _table(res)
-    label = res.get("test_label") or f"test, n={res['test_size']}"
-    metric = METRIC_LABELS.get(res.get("metric", "clrs"), res.get("metric"))
-    return render(rows, columns, fmt, title=f"{res['model']} on {res['task']}, {label}: {metric}")
+    label = res.test_label or f"test, n={res.test_size}"
+    metric = METRIC_LABELS.get(_metric(res), res.metric)
+    return render(rows, columns, fmt, title=f"{res.model} on {res.task}, {label}: {metric}")
 
 
-def _table(res: dict) -> tuple[list[dict], list[str]]:
+def _metric(res: RunResults) -> str:
+    """The run's metric: CLRS for results.json written before the key existed (only CLRS tasks were)."""
+    return "clrs" if res.metric is None else res.metric
+
+
+def _table(res: RunResults) -> tuple[list[dict], list[str]]:
     """The test's rows and columns: per feature, or per (algorithm, size) for text tasks."""
-    test = {**res["test"], "per_task": res.get("per_task") or {}}
-    if res.get("metric") == "text_clrs":
+    test = {**res.test.to_dict(), "per_task": res.per_task}
+    if res.metric == "text_clrs":
         from relreason.eval.text_score import text_table
 
         return text_table(test)
@@ -49,17 +53,18 @@ def export_bundle(run_dir: Path, out_dir: Path | None = None) -> Path:
     """Copies best/ weights and config into a bundle with MODEL_CARD.md; `relreason eval BUNDLE` accepts it."""
     run_dir = Path(run_dir)
     res = read_results(run_dir)
-    best = run_dir / "best"
-    if not (best / "model.safetensors").is_file():
+    files = RunDir(run_dir)
+    best = files.best
+    if not best.weights.is_file():
         raise RelreasonError(f"{run_dir} has no best/ checkpoint", "train it first")
-    out_dir = run_dir / "export" if out_dir is None else Path(out_dir)
+    out_dir = files.export if out_dir is None else Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
         raise RelreasonError(f"{out_dir} already exists and is not empty", "choose another --out")
     tmp = out_dir.with_name(f".{out_dir.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    for name in ("model.safetensors", "config.json"):  # contents only: new files take the exporting user's umask
-        shutil.copyfile(best / name, tmp / name)
+    for name in (WEIGHTS, CHECKPOINT_CONFIG):  # contents only: new files take the exporting user's umask
+        shutil.copyfile(best.path / name, tmp / name)
     (tmp / "MODEL_CARD.md").write_text(model_card(res))
     if out_dir.exists():
         out_dir.rmdir()
@@ -67,21 +72,21 @@ def export_bundle(run_dir: Path, out_dir: Path | None = None) -> Path:
     return out_dir
 
 
-def model_card(res: dict) -> str:
+def model_card(res: RunResults) -> str:
     from relreason.tasks import METRIC_LABELS
 
-    metric = res.get("metric", "clrs")
+    metric = _metric(res)
     table = render(*_table(res), "md")
-    label = res.get("test_label") or f"test, n={res['test_size']}"
-    again = {"relative_loss": f"relreason eval THIS_DIRECTORY --ood {res['config']['data'].get('test_backbone', 100)}",
+    label = res.test_label or f"test, n={res.test_size}"
+    again = {"relative_loss": f"relreason eval THIS_DIRECTORY --ood {res.config['data'].get('test_backbone', 100)}",
              "text_clrs": "relreason eval THIS_DIRECTORY --sizes "
-                          + ",".join(map(str, res["config"]["data"].get("test_sizes", ())))
-             }.get(metric, f"relreason eval THIS_DIRECTORY --ood {res['test_size']}")
-    deviation = f"\n**Deviation from the paper's protocol:** {res['deviation']}\n" if res.get("deviation") else ""
-    return (f"# {res['model']} on {res['task']}\n\n"
-            f"Trained with relreason {res['relreason']}, seed {res['seed']}, recipe {res.get('recipe')}:"
-            f" {res['examples']} training examples in {res['seconds']} s (final test included).\n{deviation}\n"
-            f"Command:\n\n```\n{res.get('command') or '(python API)'}\n```\n\n"
-            f"Best validation score {res['best_val']:.4f} (after {res['best_examples']} examples).\n\n"
+                          + ",".join(map(str, res.config["data"].get("test_sizes", ())))
+             }.get(metric, f"relreason eval THIS_DIRECTORY --ood {res.test_size}")
+    deviation = f"\n**Deviation from the paper's protocol:** {res.deviation}\n" if res.deviation else ""
+    return (f"# {res.model} on {res.task}\n\n"
+            f"Trained with relreason {res.relreason}, seed {res.seed}, recipe {res.recipe}:"
+            f" {res.examples} training examples in {res.seconds} s (final test included).\n{deviation}\n"
+            f"Command:\n\n```\n{res.command or '(python API)'}\n```\n\n"
+            f"Best validation score {res.best_val:.4f} (after {res.best_examples} examples).\n\n"
             f"## Out-of-distribution test ({label}): {METRIC_LABELS.get(metric, metric)}\n\n{table}\n"
             f"Evaluate again with `{again}`.\n")

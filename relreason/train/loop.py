@@ -24,16 +24,16 @@ and test; rank 0 alone holds the lock and writes (checkpoints, metrics, results,
 and the loss normalization make N processes train as one with the same global batch (to float
 rounding), so a run may resume with another number of processes.
 
-Run directory `runs/<name>/`: `best/` and `last/` checkpoints, `config.json` (the resolved config),
-`metrics.jsonl` (one JSON line per validation, the resume events and the final test), `results.json`
-(the summary that `runs`, `compare` and `export` read) and `.lock` (held while a process trains); with
+Run directory `runs/<name>/` (its layout and the records of its files: relreason.rundir): `best/` and
+`last/` checkpoints, `config.json` (RunRecord: the resolved config), `metrics.jsonl` (a row per
+validation, resume and the final test), `results.json` (RunResults: the summary that `runs`, `compare`
+and `export` read) and `.lock` (held while a process trains); with
 `train.log=tensorboard` also TensorBoard event files (relreason.tracking: training loss and learning rate
 every step, the validation and test scores; metrics.jsonl stays the record).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
@@ -47,6 +47,8 @@ from relreason import __version__
 from relreason.config import Config, run_deviation
 from relreason.errors import RelreasonError
 from relreason.models.precision import autocast
+from relreason.rundir import (ResumeRow, RunDir, RunRecord, RunResults, TestRow, TestScores, ValidationRow,
+                              parse_row, read_run_record, row_json)
 from relreason.runtime import RunLock, bars_enabled, hardware, keep_freed_memory, progress
 from relreason.schedules import learning_rate
 from relreason.tracking import TRACKERS, NullTracker, scalar_tags
@@ -103,11 +105,11 @@ def config_diff(a: Config, b: Config) -> dict[str, tuple]:
 
 def stored_config(run_dir: Path) -> Config:
     """The configuration a run was started with (from its last checkpoint)."""
-    last = Path(run_dir) / "last"
-    ckpt.recover(last)
-    if not (last / "trainer_state.json").exists():
+    last = RunDir(run_dir).last
+    ckpt.recover(last.path)
+    if not last.trainer_state.exists():
         raise RelreasonError(f"nothing to resume in {run_dir}", "start it without --resume")
-    return ckpt.load_config(last)
+    return ckpt.load_config(last.path)
 
 
 def resume_config(run_dir: Path, overrides: list[str], recipe: str | None = None) -> Config:
@@ -147,20 +149,21 @@ def resume_config(run_dir: Path, overrides: list[str], recipe: str | None = None
         delta.setdefault(section, {})[name] = new
     cfg = resolve(stored.model_name, stored.task, base + [Layer("on resume", delta)], stored.recipe)
     record = _stored_record(run_dir)
-    cfg.sources = dict(record["sources"]) if isinstance(record.get("sources"), dict) else stored.sources
+    cfg.sources = dict(record.sources) if record is not None and record.sources is not None else stored.sources
     for key in changed:
         cfg.sources[key] = f"{asked.sources.get(key, 'default')} (on resume)"
-    cfg.deviation = record["deviation"] if "deviation" in record else _legacy_deviation(stored)
+    recorded = record is not None and "deviation" in record.recorded
+    cfg.deviation = record.deviation if recorded else _legacy_deviation(stored)
     return cfg
 
 
-def _stored_record(run_dir: Path) -> dict:
-    """The run's config.json as written when it started (sources, recipe deviation, command); {} if unreadable."""
+def _stored_record(run_dir: Path) -> RunRecord | None:
+    """The run's config.json as written when it started (sources, recipe deviation, command); None if
+    unreadable (the checkpoint's config is the truth; this adds only what it lacks)."""
     try:
-        record = json.loads((Path(run_dir) / "config.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return record if isinstance(record, dict) else {}
+        return read_run_record(run_dir)
+    except RelreasonError:
+        return None
 
 
 def _legacy_deviation(stored: Config) -> str | None:
@@ -176,7 +179,7 @@ def _legacy_deviation(stored: Config) -> str | None:
 def has_progress(run_dir: Path) -> bool:
     """True when a run directory holds a checkpoint or results (a run killed during its very first
     validation left only config.json / metrics.jsonl: nothing to resume, so it may start afresh)."""
-    return any((Path(run_dir) / p).exists() for p in ("last", "best", "results.json", ".last.old"))
+    return RunDir(run_dir).has_progress()
 
 
 def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: bool = False,
@@ -258,8 +261,9 @@ class _Session:
     def __init__(self, cfg: Config, run_dir: Path, workload, command: str | None, log, show_progress: bool, dd):
         self.cfg, self.run_dir, self.wl, self.command, self.log = cfg, run_dir, workload, command, log
         self.show_progress, self.dd = show_progress, dd
-        self.last_dir, self.best_dir = run_dir / "last", run_dir / "best"
-        self.metrics = run_dir / "metrics.jsonl"
+        self.files = RunDir(run_dir)
+        self.last_dir, self.best_dir = self.files.last.path, self.files.best.path
+        self.metrics = self.files.metrics
         self.opt = adam(workload.model.parameters(), cfg.train.lr)
         self.state = {"step": 0, "examples": 0, "best_val": None, "best_examples": None, "seconds": 0.0,
                       "last_loss": None}
@@ -306,8 +310,8 @@ class _Session:
                 raise RelreasonError(f"the run has trained {self.state['examples']} examples, more than "
                                      f"train.train_examples={t.train_examples}", "give a budget at least that large")
             _truncate_metrics(self.metrics, self.state["examples"])
-            _append(self.metrics, {"event": "resume", "examples": self.state["examples"],
-                                   "changed": {k: list(v) for k, v in changed.items()}, "processes": self.dd.world})
+            _append(self.metrics, ResumeRow(examples=self.state["examples"],
+                                            changed={k: list(v) for k, v in changed.items()}, processes=self.dd.world))
             self.log(f"resumed {self.run_dir} at {self.state['examples']} examples"
                      + (f" (changed: {', '.join(sorted(changed))})" if changed else ""))
         else:
@@ -316,9 +320,8 @@ class _Session:
         if here not in self.state.setdefault("hardware", []):  # every machine a session of the run trained on
             self.state["hardware"].append(here)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        _write_json(self.run_dir / "config.json", {"relreason": __version__, "config": cfg.to_dict(),
-                                                   "sources": cfg.sources, "deviation": cfg.deviation,
-                                                   "command": self.command})
+        _write_json(self.files.config, RunRecord(relreason=__version__, config=cfg.to_dict(), sources=cfg.sources,
+                                                 deviation=cfg.deviation, command=self.command).to_json())
 
     def checkpoint(self, which: Path, with_optimizer: bool) -> None:
         if not self.dd.main:
@@ -351,10 +354,10 @@ class _Session:
     def validate(self) -> float:
         st = self.state
         res = self.evaluate("val", "validation")
-        rec = {"event": "val", "step": st["step"], "examples": st["examples"], "loss": st["last_loss"],
-               **{k: res[k] for k in ("score", "outputs", "hints")}, "time": round(st["seconds"], 2)}
-        if res.get("per_task"):
-            rec["per_task"] = {k: {"score": v["score"], "outputs": v["outputs"]} for k, v in res["per_task"].items()}
+        per_task = {k: {"score": v["score"], "outputs": v["outputs"]} for k, v in res["per_task"].items()} \
+            if res.get("per_task") else None
+        rec = ValidationRow(step=st["step"], examples=st["examples"], loss=st["last_loss"], score=res["score"],
+                            outputs=res["outputs"], hints=res["hints"], time=round(st["seconds"], 2), per_task=per_task)
         score = float(res["score"])
         improved = st["best_val"] is None or (score < st["best_val"] if self.wl.lower_is_better else score > st["best_val"])
         if self.dd.main:
@@ -455,19 +458,21 @@ class _Session:
         result.seconds = st["seconds"] + (time.time() - t0)
         if not self.dd.main:
             return
-        _append(self.metrics, {"event": "test", "size": res["size"], "num": res["num"], "label": res["label"],
-                               "best_examples": st["best_examples"], **result.test})
+        test = TestScores(score=res["score"], outputs=res["outputs"], hints=res["hints"],
+                          per_task=res["per_task"] if res.get("per_task") else None)
+        _append(self.metrics, TestRow(size=res["size"], num=res["num"], label=res["label"],
+                                      best_examples=st["best_examples"], **vars(test)))
         self.tracker.scalars(st["examples"], scalar_tags("test", result.test))
-        summary = {"relreason": __version__, "model": cfg.model_name, "task": cfg.task, "tasks": cfg.tasks,
-                   "seed": cfg.train.seed, "recipe": cfg.recipe, "deviation": self.deviation, "command": self.command,
-                   "metric": self.wl.metric, "lower_is_better": self.wl.lower_is_better,
-                   "steps": st["step"], "examples": st["examples"], "processes": self.dd.world,
-                   "seconds": round(result.seconds, 1),
-                   "hardware": st.get("hardware") or [hardware(str(self.dd.device))],
-                   "train_seconds": round(st["seconds"], 1), "best_val": st["best_val"],
-                   "best_examples": st["best_examples"], "test_size": res["size"], "test_label": res["label"],
-                   "test": result.test, "per_task": res.get("per_task") or {}, "config": cfg.to_dict()}
-        _write_json(self.run_dir / "results.json", summary)
+        summary = RunResults(relreason=__version__, model=cfg.model_name, task=cfg.task, tasks=cfg.tasks,
+                             seed=cfg.train.seed, recipe=cfg.recipe, deviation=self.deviation, command=self.command,
+                             metric=self.wl.metric, lower_is_better=self.wl.lower_is_better,
+                             steps=st["step"], examples=st["examples"], processes=self.dd.world,
+                             seconds=round(result.seconds, 1),
+                             hardware=st.get("hardware") or [hardware(str(self.dd.device))],
+                             train_seconds=round(st["seconds"], 1), best_val=st["best_val"],
+                             best_examples=st["best_examples"], test_size=res["size"], test_label=res["label"],
+                             test=test, per_task=res.get("per_task") or {}, config=cfg.to_dict())
+        _write_json(self.files.results, summary.to_json())
 
 
 def adam(params, lr: float) -> torch.optim.Adam:
@@ -549,16 +554,17 @@ def _cpu(obj):
     return obj
 
 
-def _write_json(path: Path, obj: dict) -> None:
+def _write_json(path: Path, text: str) -> None:
     from relreason.data.store import atomic_path
 
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2))
+        tmp.write_text(text)
 
 
-def _append(path: Path, record: dict) -> None:
+def _append(path: Path, row) -> None:
+    """Appends one row (relreason.rundir) to metrics.jsonl, flushed: a kill loses at most this line."""
     with open(path, "a") as f:
-        f.write(json.dumps(record, allow_nan=True) + "\n")
+        f.write(row_json(row) + "\n")
         f.flush()
 
 
@@ -569,10 +575,10 @@ def _truncate_metrics(path: Path, examples: int) -> None:
     keep = []
     for line in path.read_text().splitlines():
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line cut by a kill
-        if rec.get("event") in ("val", "resume") and rec.get("examples", 0) <= examples:
+            row = parse_row(line, str(path))
+        except RelreasonError:
+            continue  # not a row this loop writes
+        if isinstance(row, (ValidationRow, ResumeRow)) and row.examples <= examples:  # None: a line cut by a kill
             keep.append(line)
     from relreason.data.store import atomic_path
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from fake_runs import results_json
 from typer.testing import CliRunner
 
 from relreason.cli.main import app
@@ -31,9 +32,8 @@ def test_list_shows_every_table_with_its_cells_and_measured_cost(tmp_path):
 def test_a_quick_cell_prints_beside_the_published_figure_marked_not_comparable(tmp_path):
     (cell,) = plan_cells(TABLES.get("rt-table19"), ["bellman_ford"], 1, "quick", tmp_path, [], ["rt"])
     cell.run_dir.mkdir(parents=True)
-    (cell.run_dir / "results.json").write_text(json.dumps({
-        "config": cell.config.to_dict(), "test": {"score": 0.9123}, "best_val": 0.95, "examples": 2400,
-        "recipe": "quick", "seconds": 150.0, "hardware": ["Test CPU"], "command": "relreason reproduce ..."}))
+    (cell.run_dir / "results.json").write_text(results_json(cell.config.to_dict(), 0.9123, best_val=0.95,
+                                                            seconds=150.0, command="relreason reproduce ..."))
     res = runner.invoke(app, ["reproduce", "rt-table19", "--models", "rt", "--tasks", "bellman_ford", "--seeds", "1",
                               "--recipe", "quick", "--out", str(tmp_path)], env=WIDE)
     assert res.exit_code == 0, res.output  # the finished cell is read back: nothing trains

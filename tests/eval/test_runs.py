@@ -272,3 +272,18 @@ def test_renderings(tmp_path):
 def test_stat_ignores_missing_values():
     s = Stat.of([0.5, None, float("nan"), 0.7])
     assert s.n == 2 and s.mean == pytest.approx(0.6)
+
+
+def test_kernel_only_options_pool_seeds_and_protocol_keys_do_not(tmp_path):
+    """The ET's chunk size and compiled kernels compute the same maths: runs that differ only there are
+    seeds of one setting. A protocol key (the number of layers) makes another setting."""
+    make_run(tmp_path, "et-s0", model="et", seed=0, test=0.5, processor={"layers": 3, "chunk_mb": 128})
+    make_run(tmp_path, "et-s1", model="et", seed=1, test=0.7,
+             processor={"layers": 3, "chunk_mb": 16, "compiled_kernels": False})
+    groups, _ = group_runs(discover_runs(tmp_path))
+    (g,) = groups
+    assert g.seeds == [0, 1] and g.test.mean == pytest.approx(0.6) and g.label == "et"
+    make_run(tmp_path, "et-2layers", model="et", seed=2, test=0.9, processor={"layers": 2, "chunk_mb": 128})
+    groups, _ = group_runs(discover_runs(tmp_path))
+    assert sorted((g.label, g.seeds) for g in groups) == [("et [processor.layers=2]", [2]),
+                                                          ("et [processor.layers=3]", [0, 1])]

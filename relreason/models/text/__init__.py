@@ -32,6 +32,7 @@ from relreason.models.text.transformer import (TEXT_SHAPES, KVCache, PositionMod
                                                sequential_positions)
 from relreason.models.text.transnar import TransNAR, TransNARConfig
 from relreason.registry import Registry
+from relreason.rundir import Checkpoint, RunDir
 
 __all__ = ["BOS", "EOS", "PAD", "TEXT_SHAPES", "VOCAB_SIZE", "CharTokenizer", "KVCache", "PositionMode",
            "TextModelConfig", "TextTransformer", "TextTransformerConfig", "TokenBatch", "TransNAR", "TransNARConfig",
@@ -132,8 +133,9 @@ def read_nar_record(target: str) -> dict:
         RelreasonError: no checkpoint there, or it is not a NAR model's.
     """
     path = Path(target)
-    checkpoint = path / "best" if (path / "best" / "config.json").is_file() else path
-    file = checkpoint / "config.json"
+    best = RunDir(path).best
+    checkpoint = best.path if best.config.is_file() else path
+    file = Checkpoint(checkpoint).config
     try:
         meta = json.loads(file.read_text())
         config = meta["config"]

@@ -1,0 +1,576 @@
+"""The run directory, defined once: where each file of a run lives and what each file holds.
+
+`relreason train` writes a run directory (`runs/<name>/`; a study cell's run is `<cell>/seed<k>/run`):
+
+    config.json     RunRecord: the resolved config, where each key came from, the recipe's deviation, the command
+    metrics.jsonl   one JSON line per event: ValidationRow at each validation, ResumeRow at each resume,
+                    TestRow after the final test (appended, so a kill may cut the last line)
+    results.json    RunResults: the summary of a finished run; its presence is what "finished" means
+    .lock           the lock (relreason.runtime.RunLock): {"pid", "host", "started"} while a process trains
+    best/ last/     checkpoints (Checkpoint): the best weights on validation; the latest state, to resume from
+    .last.old       the previous last/ for the instant a new one is swapped in (relreason.train.checkpoint)
+    export/         the bundle `relreason export` writes by default
+
+    rd = RunDir("runs/mpnn-bfs-s0")
+    res = read_results(rd.results)      # RunResults, validated
+    res.test.score, res.config["train"]["seed"]
+    rows = read_metrics(rd.metrics)     # [ValidationRow | ResumeRow | TestRow]
+
+Every reader goes through this module and every file is validated when read: a missing or
+ill-typed field is a one-line RelreasonError (FieldError) naming the file and the field. Writers
+build the records here and write `to_json()`. results.json carries `schema_version`
+(SCHEMA_VERSION); a file without it is version 1, the format before the key existed: the same
+fields, those added after the first release (`metric`, `per_task`, `hardware`, ...) optional in it.
+
+It stands in the core layer, below everything that reads runs (models read a NAR run's checkpoint,
+eval lists and compares runs, train writes them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional, Union
+
+from relreason.errors import RelreasonError
+
+# -- the layout ----------------------------------------------------------------------------------
+
+CONFIG = "config.json"
+METRICS = "metrics.jsonl"
+RESULTS = "results.json"
+LOCK = ".lock"
+BEST = "best"
+LAST = "last"
+EXPORT = "export"
+CELL_RUN = "run"  # a study cell keeps its run in <cell>/run (beside it: run.stale-<time> after --rerun-stale)
+
+# a checkpoint directory (best/, last/, an exported bundle)
+WEIGHTS = "model.safetensors"
+CHECKPOINT_CONFIG = "config.json"
+OPTIMIZER = "optimizer.safetensors"
+OPTIMIZER_META = "optimizer.json"
+TRAINER_STATE = "trainer_state.json"
+
+_SEED_DIR = re.compile(r"seed(\d+)")
+
+
+def seed_dir(seed: int) -> str:
+    """The folder of one seed in a study's cell layout: "seed3"."""
+    return f"seed{seed}"
+
+
+def seed_of_dir(name: str) -> Optional[int]:
+    """The seed a cell folder's name says ("seed3" -> 3), or None when it is not one."""
+    m = _SEED_DIR.fullmatch(name)
+    return int(m.group(1)) if m else None
+
+
+def old_checkpoint(path: Path) -> Path:
+    """Where a checkpoint directory's previous version waits while a new one is swapped in (`.last.old`)."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.old")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The files of a checkpoint directory: weights and config; for resuming, optimizer and loop state."""
+
+    path: Path
+
+    @property
+    def weights(self) -> Path:
+        return Path(self.path) / WEIGHTS
+
+    @property
+    def config(self) -> Path:
+        return Path(self.path) / CHECKPOINT_CONFIG
+
+    @property
+    def optimizer(self) -> Path:
+        return Path(self.path) / OPTIMIZER
+
+    @property
+    def optimizer_meta(self) -> Path:
+        return Path(self.path) / OPTIMIZER_META
+
+    @property
+    def trainer_state(self) -> Path:
+        return Path(self.path) / TRAINER_STATE
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """The paths of one run directory's files (nothing is read or created)."""
+
+    path: Path
+
+    def __post_init__(self):
+        object.__setattr__(self, "path", Path(self.path))
+
+    @property
+    def config(self) -> Path:
+        return self.path / CONFIG
+
+    @property
+    def metrics(self) -> Path:
+        return self.path / METRICS
+
+    @property
+    def results(self) -> Path:
+        return self.path / RESULTS
+
+    @property
+    def lock(self) -> Path:
+        return self.path / LOCK
+
+    @property
+    def best(self) -> Checkpoint:
+        return Checkpoint(self.path / BEST)
+
+    @property
+    def last(self) -> Checkpoint:
+        return Checkpoint(self.path / LAST)
+
+    @property
+    def export(self) -> Path:
+        return self.path / EXPORT
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        """The files whose times say when the run last wrote anything."""
+        return self.config, self.metrics, self.results, self.lock
+
+    def finished(self) -> bool:
+        return self.results.exists()
+
+    def has_progress(self) -> bool:
+        """A checkpoint or results (a run killed during its very first validation left only config.json
+        and metrics.jsonl: nothing to resume, so it may start afresh)."""
+        return any(p.exists() for p in (self.last.path, self.best.path, self.results, old_checkpoint(self.last.path)))
+
+    def is_run(self) -> bool:
+        """A folder holding a run's config.json, or a run's results.json whose config.json is lost.
+        Checkpoints and bundles hold weights and are not runs; an ablation folder's results.json
+        (the study's tables: "cells") is not a run's."""
+        if (self.path / WEIGHTS).exists():
+            return False
+        cfg = _read_object(self.config)
+        if cfg is not None and isinstance(cfg.get("config"), dict):
+            return True
+        res = _read_object(self.results)
+        return res is not None and is_run_results(res)
+
+    def cell(self) -> Optional[tuple[str, str, str, int]]:
+        """(ablation, variant, task, seed) when this is the run of an ablation cell
+        (<ablation>/<variant>/<task>/seed<k>/run), else None. `task` is the parent's name: the caller
+        checks it against the run's own task."""
+        seed_folder = self.path.parent
+        seed = seed_of_dir(seed_folder.name)
+        if self.path.name != CELL_RUN or seed is None:
+            return None
+        task_folder = seed_folder.parent
+        return task_folder.parent.parent.name, task_folder.parent.name, task_folder.name, seed
+
+
+def find_run_dirs(root: Path) -> Iterator[Path]:
+    """Every run directory under `root` (`root` itself included), depth first in name order. Runs do
+    not nest (best/, last/ and export/ are parts of one), and hidden folders are files being written
+    (`.last.<tag>.tmp`) or swapped (`.last.old`)."""
+    for dirpath, dirnames, _ in os.walk(root):
+        here = Path(dirpath)
+        if RunDir(here).is_run():
+            dirnames[:] = []
+            yield here
+            continue
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+
+
+def _read_object(path: Path) -> Optional[dict]:
+    """The JSON object in `path`; None when it is missing, unreadable or not an object."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+# -- validation ----------------------------------------------------------------------------------
+
+
+class FieldError(RelreasonError):
+    """A record file whose field is missing or of the wrong type (one line: the file and the field)."""
+
+    def __init__(self, file: str, name: str, problem: str, hint: str = ""):
+        self.file, self.field, self.problem = file, name, problem
+        super().__init__(f"{file}: field {name!r} {problem}", hint or _HINT)
+
+
+_HINT = "the file is damaged or was not written by relreason; restore it, or train the run again"
+
+_KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string", dict: "a JSON object",
+          list: "a list"}
+
+
+def _kind(tp) -> str:
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        kinds = [_kind(a) for a in typing.get_args(tp) if a is not type(None)]
+        nullable = type(None) in typing.get_args(tp)
+        return " or ".join(kinds) + (" or null" if nullable else "")
+    if dataclasses.is_dataclass(tp):
+        return "a JSON object"
+    return _KINDS.get(origin or tp, str(tp))
+
+
+def _check(value, tp, name: str, file: str):
+    """`value` if it has type `tp` (nested dataclasses built), else FieldError."""
+    if tp is Any:
+        return value
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in typing.get_args(tp):
+            return None
+        for arg in typing.get_args(tp):
+            if arg is not type(None) and _fits(value, arg):
+                return _check(value, arg, name, file)
+    elif dataclasses.is_dataclass(tp):
+        if isinstance(value, dict):
+            return _build(tp, value, file, prefix=f"{name}.")
+    elif _fits(value, tp):
+        if origin is dict:
+            _, vtype = typing.get_args(tp)
+            return {k: _check(v, vtype, f"{name}.{k}", file) for k, v in value.items()}
+        if origin is list:
+            (itype,) = typing.get_args(tp)
+            return [_check(v, itype, f"{name}[{i}]", file) for i, v in enumerate(value)]
+        return value
+    raise FieldError(file, name, f"must be {_kind(tp)}, not {_shown(value)}")
+
+
+def _fits(value, tp) -> bool:
+    """Whether `value` is of the outer type `tp` (a number may be an int; a bool is no number)."""
+    if dataclasses.is_dataclass(tp):
+        return isinstance(value, dict)
+    base = typing.get_origin(tp) or tp
+    if base is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if base is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, base)
+
+
+def _shown(value) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls) -> dict:
+    return typing.get_type_hints(cls)
+
+
+def _build(cls, data: dict, file: str, version: int = 1, prefix: str = ""):
+    """An instance of the record dataclass `cls` from a JSON object, every field checked.
+
+    A field without a default is required; one with `metadata={"since": k}` is optional in files of
+    schema versions below k (it did not exist then) and required from version k on."""
+    hints = _hints(cls)
+    values = {}
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        name = prefix + f.name
+        if f.name not in data:
+            required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            if required or version >= f.metadata.get("since", version + 1):
+                raise FieldError(file, name, "is missing")
+            continue
+        values[f.name] = _check(data[f.name], hints[f.name], name, file)
+    return cls(**values)
+
+
+def _plain(obj) -> Any:
+    """A record as JSON values, fields in declaration order; fields marked `omit_none` left out when None."""
+    if dataclasses.is_dataclass(obj):
+        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)
+                if f.init and not (f.metadata.get("omit_none") and getattr(obj, f.name) is None)}
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def read_object(path: Path, hint: str = _HINT) -> dict:
+    """The JSON object stored in `path`. Raises RelreasonError (one line) when it is missing,
+    unreadable, not JSON (a cut file) or not an object."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise RelreasonError(f"{path} does not exist", hint) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RelreasonError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}", hint) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        raise RelreasonError(f"{path} is corrupt: not valid JSON (cut by a kill, or edited)", hint) from None
+    if not isinstance(data, dict):
+        raise RelreasonError(f"{path} holds {_shown(data)}, not a JSON object", hint)
+    return data
+
+
+# -- results.json --------------------------------------------------------------------------------
+
+SCHEMA_VERSION = 2  # 2: the "schema_version" key, and the fields added after version 1 are required
+
+
+@dataclass(frozen=True)
+class TestScores:
+    """The OOD test of the best checkpoint: the headline score, per output feature and per hint."""
+
+    __test__ = False  # not a pytest test class
+
+    score: Optional[float]
+    outputs: dict[str, Any]  # {feature: score} (text tasks: shape, parse, clrs; multi-task: {task: score})
+    hints: dict[str, Any]
+    per_task: Optional[dict[str, dict]] = field(default=None, metadata={"omit_none": True})  # multi-task / text
+
+    def to_dict(self) -> dict:
+        return _plain(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunResults:
+    """results.json: what a finished run computed and how (`relreason runs`, `compare`, `export`,
+    study cells and the committed result files read it)."""
+
+    relreason: str  # the version that wrote it
+    model: str
+    task: str
+    tasks: Optional[list[str]] = field(default=None, metadata={"since": 2})  # the task's members
+    seed: int
+    recipe: Optional[str]  # the recipe's label; None: configured in Python without one
+    deviation: Optional[str] = field(default=None, metadata={"since": 2})  # how the recipe departs from the papers
+    command: Optional[str]  # the command line that trained it; None: the Python API
+    metric: Optional[str] = field(default=None, metadata={"since": 2})  # None: written before the key existed
+    lower_is_better: Optional[bool] = field(default=None, metadata={"since": 2})
+    steps: int
+    examples: int  # training examples seen
+    processes: Optional[int] = field(default=None, metadata={"since": 2})
+    seconds: float  # training, validations and the final test, over every session
+    hardware: Optional[list[str]] = field(default=None, metadata={"since": 2})  # every machine a session ran on
+    train_seconds: Optional[float] = field(default=None, metadata={"since": 2})
+    best_val: Optional[float]
+    best_examples: Optional[int]
+    test_size: int  # nodes of the OOD test graphs
+    test_label: Optional[str] = field(default=None, metadata={"since": 2})  # "test, n=64, 32 samples"
+    test: TestScores
+    per_task: dict[str, dict] = field(default_factory=dict, metadata={"since": 2})  # {task: {"score", ...}}
+    config: dict[str, Any]  # the resolved config (Config.to_dict())
+    schema_version: int = SCHEMA_VERSION
+
+    @classmethod
+    def from_dict(cls, data: dict, file: str = RESULTS) -> "RunResults":
+        """Checks every field (FieldError naming `file` and the field); a dict without "schema_version"
+        is version 1."""
+        version = data.get("schema_version", 1)
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise FieldError(file, "schema_version", f"must be a positive integer, not {_shown(version)}")
+        if version > SCHEMA_VERSION:
+            raise FieldError(file, "schema_version", f"is {version}: written by a newer relreason (this one reads "
+                             f"up to {SCHEMA_VERSION})", "read it with the relreason version that wrote it")
+        results = _build(cls, {**data, "schema_version": version}, file, version)
+        for task, block in results.per_task.items():  # each task's block holds its own score
+            _check(block.get("score"), Optional[float], f"per_task.{task}.score", file)
+        return results
+
+    def to_dict(self) -> dict:
+        """The file's JSON object: "schema_version" first, then the fields as the loop has always written them."""
+        plain = _plain(self)
+        return {"schema_version": plain.pop("schema_version"), **plain}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+def read_results(path: Path, hint: str = _HINT) -> RunResults:
+    """The results.json at `path` (a file, or a run directory), validated."""
+    path = Path(path)
+    if path.is_dir():
+        path = RunDir(path).results
+    return RunResults.from_dict(read_object(path, hint), str(path))
+
+
+def is_run_results(data: dict) -> bool:
+    """Whether a JSON object looks like a run's results.json (not an ablation folder's tables)."""
+    return "cells" not in data and ("test" in data or "model" in data)
+
+
+# -- config.json ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRecord:
+    """config.json: the configuration a run was started with (rewritten by each resume)."""
+
+    relreason: str
+    config: dict[str, Any]  # the resolved config (Config.to_dict())
+    sources: Optional[dict[str, str]] = None  # "section.key" -> where its value came from; None: not recorded
+    deviation: Optional[str] = None  # the recipe's own statement of how it departs from the papers
+    command: Optional[str]
+    recorded: frozenset = field(default=frozenset(), init=False, compare=False)  # keys the file holds
+
+    @classmethod
+    def from_dict(cls, data: dict, file: str = CONFIG) -> "RunRecord":
+        record = _build(cls, data, file)
+        object.__setattr__(record, "recorded", frozenset(data))
+        return record
+
+    def to_dict(self) -> dict:
+        return _plain(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+def read_run_record(path: Path) -> RunRecord:
+    """The config.json of the run directory `path`, validated."""
+    file = RunDir(path).config
+    return RunRecord.from_dict(read_object(file), str(file))
+
+
+# -- last/trainer_state.json ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainerState:
+    """The loop's counters in a checkpoint (last/trainer_state.json): how far an unfinished run got."""
+
+    step: int
+    examples: int
+    best_val: Optional[float]
+    best_examples: Optional[int]
+    seconds: float  # training and validations so far, over every session
+    last_loss: Optional[float] = None
+    hardware: list[str] = field(default_factory=list)  # every machine a session ran on (absent in early runs)
+
+    @classmethod
+    def from_dict(cls, data: dict, file: str = TRAINER_STATE) -> "TrainerState":
+        return _build(cls, data, file)
+
+    def to_dict(self) -> dict:
+        return _plain(self)
+
+
+def read_trainer_state(checkpoint: Path) -> TrainerState:
+    """The trainer state of the checkpoint directory `checkpoint` (e.g. RunDir(...).last.path), validated."""
+    file = Checkpoint(checkpoint).trainer_state
+    return TrainerState.from_dict(read_object(file), str(file))
+
+
+# -- metrics.jsonl -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidationRow:
+    """One validation: the scores on the validation split after `examples` training examples."""
+
+    event = "val"
+    step: Optional[int] = None
+    examples: int
+    loss: Optional[float] = None  # of the last training batch (None before the first step)
+    score: float
+    outputs: dict[str, Any] = field(default_factory=dict)
+    hints: dict[str, Any] = field(default_factory=dict)
+    time: Optional[float] = None  # seconds of training so far
+    per_task: Optional[dict[str, dict]] = field(default=None, metadata={"omit_none": True})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResumeRow:
+    """A session resuming the run at `examples`, with the keys it changed ({key: [old, new]})."""
+
+    event = "resume"
+    examples: int
+    changed: dict[str, Any] = field(default_factory=dict)
+    processes: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestRow:
+    """The final test of the best checkpoint."""
+
+    __test__ = False  # not a pytest test class
+    event = "test"
+    size: int
+    num: int
+    label: Optional[str] = None
+    best_examples: Optional[int] = None
+    score: Optional[float]
+    outputs: dict[str, Any] = field(default_factory=dict)
+    hints: dict[str, Any] = field(default_factory=dict)
+    per_task: Optional[dict[str, dict]] = field(default=None, metadata={"omit_none": True})
+
+
+MetricsRow = Union[ValidationRow, ResumeRow, TestRow]
+_ROWS = {cls.event: cls for cls in (ValidationRow, ResumeRow, TestRow)}
+
+
+def row_json(row: MetricsRow) -> str:
+    """One line of metrics.jsonl (without its newline): the event first, then the row's fields."""
+    return json.dumps({"event": row.event, **_plain(row)}, allow_nan=True)
+
+
+def parse_row(line: str, file: str = METRICS) -> Optional[MetricsRow]:
+    """The row one line of metrics.jsonl holds; None for a line cut by a kill or an event this version
+    does not know. Raises FieldError for a known event with a missing or ill-typed field."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    cls = _ROWS.get(data.get("event")) if isinstance(data, dict) else None
+    if cls is None:
+        return None
+    return _build(cls, {k: v for k, v in data.items() if k != "event"}, file)
+
+
+def read_metrics(path: Path) -> list[MetricsRow]:
+    """The rows of a metrics.jsonl (`path`: the file or its run directory), in the order written; []
+    when there is none. Lines cut by a kill and rows that do not validate are skipped: a run's log
+    is read to show progress, and a damaged line must not hide the others."""
+    path = Path(path)
+    if path.is_dir():
+        path = RunDir(path).metrics
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            row = parse_row(line, str(path))
+        except FieldError:
+            continue
+        if row is not None:
+            rows.append(row)
+    return rows
+
+
+def validations(rows: list[MetricsRow]) -> list[ValidationRow]:
+    """The validation rows, in training order."""
+    return [r for r in rows if isinstance(r, ValidationRow)]
+
+
+__all__ = ["CONFIG", "METRICS", "RESULTS", "LOCK", "BEST", "LAST", "EXPORT", "CELL_RUN", "WEIGHTS",
+           "CHECKPOINT_CONFIG", "OPTIMIZER", "OPTIMIZER_META", "TRAINER_STATE", "seed_dir", "seed_of_dir",
+           "old_checkpoint", "Checkpoint", "RunDir", "find_run_dirs", "FieldError", "read_object", "SCHEMA_VERSION",
+           "TestScores", "RunResults", "read_results", "is_run_results", "RunRecord", "read_run_record",
+           "TrainerState", "read_trainer_state", "ValidationRow", "ResumeRow", "TestRow", "MetricsRow", "row_json",
+           "parse_row", "read_metrics", "validations"]
