@@ -362,8 +362,8 @@ class _Session:
         improved = st["best_val"] is None or (score < st["best_val"] if self.wl.lower_is_better else score > st["best_val"])
         if self.dd.main:
             _append(self.metrics, rec)  # first: a kill after this line re-validates on resume, never loses it
-            self.tracker.scalars(st["examples"], scalar_tags("val", {k: v for k, v in rec.items()
-                                                                     if k in ("score", "outputs", "hints", "per_task")}))
+            self.tracker.scalars(st["examples"], scalar_tags("val", {k: getattr(rec, k) for k in
+                                                                     ("score", "outputs", "hints", "per_task")}))
         if improved:
             st["best_val"], st["best_examples"] = score, st["examples"]
             self.checkpoint(self.best_dir, with_optimizer=False)
