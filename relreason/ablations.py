@@ -22,7 +22,7 @@ from relreason.registry import Registry
 from relreason.study import Cell, Published, Study, Variant, plan_cells as _plan, run_study, study_table
 from relreason.study import size_breakdown as _sizes
 
-ABLATIONS: Registry[Study] = Registry("ablation", "relreason list ablations")
+ABLATIONS: Registry[Study] = Registry("ablation", "relreason list ablations", plugins="relreason.ablations")
 
 
 def register_ablation(name: str, description: str, *variants: Variant, tasks: str = "core8", source: str = "",

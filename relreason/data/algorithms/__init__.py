@@ -29,7 +29,7 @@ class Algorithm:
     min_size: int  # smallest `length` the sampler accepts
 
 
-ALGORITHMS: Registry[Algorithm] = Registry("algorithm", "relreason list algorithms")
+ALGORITHMS: Registry[Algorithm] = Registry("algorithm", "relreason list algorithms", plugins="relreason.algorithms")
 
 # One module per algorithm class (graph_search: the DFS-based graph algorithms); importing them fills ALGORITHMS.
 FAMILY_MODULES = ("sorting", "searching", "divide_and_conquer", "greedy", "dynamic_programming", "graphs",
