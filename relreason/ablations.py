@@ -22,7 +22,7 @@ from relreason.registry import Registry
 from relreason.study import Cell, Published, Study, Variant, plan_cells as _plan, run_study, study_table
 from relreason.study import size_breakdown as _sizes
 
-ABLATIONS: Registry[Study] = Registry("ablation", "relreason list ablations", plugins="relreason.ablations")
+ABLATIONS: Registry[Study] = Registry("ablation", "relreason list ablations")
 
 
 def register_ablation(name: str, description: str, *variants: Variant, tasks: str = "core8", source: str = "",
@@ -140,6 +140,7 @@ register_ablation("transnar-vs-text", "TransNAR vs the same text transformer wit
                   _TRANSNAR, Variant("text transformer", "transnar", {"model": {"use_nar": False}}))
 register_ablation("transnar-nodes-only", "TransNAR cross-attending to NAR nodes and edges vs to nodes only",
                   _TRANSNAR, Variant("transnar nodes only", "transnar", {"model": {"nodes_only": True}}))
+ABLATIONS.accept_plugins("relreason.ablations")  # the built-ins are all in: installed plugins may add theirs
 
 
 # -- running (relreason.study holds the machinery; these keep the ablation-by-name entry points) --

@@ -72,10 +72,10 @@ def _adopt_recipes(package: object) -> None:
 RECIPE_DIR = _package_dir("relreason.recipes")
 # recipe name -> its YAML file: the built-ins, then those of plugins (a package named by an entry point
 # of the group relreason.recipes: see relreason.plugins and docs/plugins.md)
-RECIPES: Registry[Path] = Registry("recipe", "relreason list recipes", plugins="relreason.recipes",
-                                   adopt=_adopt_recipes)
+RECIPES: Registry[Path] = Registry("recipe", "relreason list recipes")
 for _path in sorted(RECIPE_DIR.glob("*.yaml")):
     RECIPES.register(_path.stem, _path)
+RECIPES.accept_plugins("relreason.recipes", adopt=_adopt_recipes)
 
 PAPER = "paper"  # `inherit: paper`: the paper recipe of the model and task being trained
 

@@ -10,9 +10,9 @@ A distribution becomes part of relreason by declaring entry points in these grou
 
 An entry point names a module, whose import registers its things with relreason's usual decorators
 (`register_processor`, `register`, `register_ablation`), or a function (`module:function`), called
-with no arguments to do the same. A registry whose things plugins may add (`Registry(...,
-plugins=GROUP)`) loads its group when its names are first listed or a name is first looked up: once
-per process, after the built-ins, in the order of the distributions' names.
+with no arguments to do the same. A registry that accepts plugins (`Registry.accept_plugins(GROUP)`,
+called once its built-ins are registered) loads its group when its names are next listed or a name
+is next looked up: once per process, after the built-ins, in the order of the distributions' names.
 
 Every registered name keeps its origin: `BUILT_IN`, or the distribution (name, version) whose entry
 point registered it; `relreason list` shows it and checkpoints record it. A plugin that fails to
@@ -66,14 +66,25 @@ _skipped: list[tuple[Origin, str]] = []  # the entry points skipped in this proc
 
 
 def current_origin() -> Origin:
-    """The origin of a name registered now: the entry point being loaded, or BUILT_IN."""
-    return _loading[-1] if _loading else BUILT_IN
+    """The origin of a name registered now: BUILT_IN, or the entry point being loaded.
+
+    While a plugin loads, what relreason's own modules register (a module of relreason that the plugin
+    imports first) stays built in: the origin is that of the innermost module whose import runs the
+    registration, the plugin's for any module outside relreason (and for a function entry point)."""
+    if not _loading:
+        return BUILT_IN
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code is not _load_entry_point.__code__:
+        if frame.f_code.co_name == "<module>":
+            module = frame.f_globals.get("__name__", "")
+            return BUILT_IN if module == "relreason" or module.startswith("relreason.") else _loading[-1]
+        frame = frame.f_back
+    return _loading[-1]
 
 
-def on_undo(undo: Callable[[], None]) -> None:
-    """Notes how to take back one registration of the entry point being loaded (a no-op for built-ins)."""
-    if _loading:
-        _undo.setdefault(_loading[-1], []).append(undo)
+def on_undo(origin: Origin, undo: Callable[[], None]) -> None:
+    """Notes how to take back one registration of a plugin's entry point (withdraw runs them)."""
+    _undo.setdefault(origin, []).append(undo)
 
 
 def load(group: str, adopt: Callable[[object], None] | None = None) -> None:
@@ -92,17 +103,21 @@ def load(group: str, adopt: Callable[[object], None] | None = None) -> None:
         origin = Origin(name, version, f"{group}: {ep.name} = {ep.value}")
         _loading.append(origin)
         try:
-            obj = ep.load()
-            if adopt is not None:
-                adopt(obj)
-            elif ep.attr is not None:
-                if not callable(obj):
-                    raise TypeError(f"{ep.value} is not a function to call")
-                obj()
+            _load_entry_point(ep, adopt)
         except Exception as e:  # a plugin must never take relreason down with it
             withdraw(origin, f"failed to load: {type(e).__name__}: {e}", e)
         finally:
             _loading.pop()
+
+
+def _load_entry_point(ep: EntryPoint, adopt: Callable[[object], None] | None) -> None:
+    obj = ep.load()
+    if adopt is not None:
+        adopt(obj)
+    elif ep.attr is not None:
+        if not callable(obj):
+            raise TypeError(f"{ep.value} is not a function to call")
+        obj()
 
 
 def withdraw(origin: Origin, why: str, error: BaseException | None = None) -> None:

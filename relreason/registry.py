@@ -3,12 +3,12 @@
 Every list a user sees (CLI choices, `relreason list`, test parametrization) comes from a
 registry, so a name is written exactly once: where it is registered.
 
-A registry may take plugins (`Registry("model", ..., plugins="relreason.processors")`): the first
-time its names are listed or a name is looked up, the installed plugins of that entry-point group
-are loaded (relreason.plugins), after the built-ins. Each name keeps its origin (`origin(name)`):
-built in, or the plugin distribution that registered it. Registries that share a namespace
-(`namespace=other`) never hold the same name twice between them (a model is a processor or a text
-model, never both).
+Once relreason's own entries are registered, a registry may accept plugins
+(`PROCESSORS.accept_plugins("relreason.processors")`): the next time its names are listed or a name is
+looked up, the installed plugins of that entry-point group are loaded (relreason.plugins), so always
+after the built-ins. Each name keeps its origin (`origin(name)`): built in, or the plugin
+distribution that registered it. Registries that share a namespace (`namespace=other`) never hold
+the same name twice between them (a model is a processor or a text model, never both).
 """
 
 from __future__ import annotations
@@ -29,20 +29,17 @@ class NameClash(ValueError):
 class Registry(Generic[T]):
     """Maps names to objects. `register` works as a decorator or a plain call."""
 
-    def __init__(self, kind: str, list_command: str | None = None, plugins: str | None = None,
-                 adopt: Callable[[object], None] | None = None, namespace: Registry | None = None):
+    def __init__(self, kind: str, list_command: str | None = None, namespace: Registry | None = None):
         """
         Args:
             kind: what the registry holds, as error messages name it ("algorithm").
             list_command: the command that lists the names ("relreason list algorithms"), for hints.
-            plugins: the entry-point group whose plugins add to this registry ("relreason.algorithms").
-            adopt: what to do with each plugin entry point's object (relreason.plugins.load).
             namespace: another registry whose names this one must not repeat (and the reverse).
         """
         self.kind = kind
         self.list_command = list_command
-        self.plugin_group = plugins
-        self._adopt = adopt
+        self.plugin_group: str | None = None  # the entry-point group whose plugins add to it (accept_plugins)
+        self._adopt: Callable[[object], None] | None = None
         self._items: dict[str, T] = {}
         self._origins: dict[str, Origin] = {}
         self._namespace: list[Registry] = namespace._namespace if namespace is not None else []
@@ -61,10 +58,22 @@ class Registry(Generic[T]):
                 withdraw(held, f"is withdrawn: {holder.kind} {name!r} is built into relreason")
             self._items[name] = item
             self._origins[name] = origin
-            on_undo(lambda: self._forget(name))
+            if not origin.built_in:
+                on_undo(origin, lambda: self._forget(name))
             return item
 
         return add(obj) if obj is not None else add
+
+    def accept_plugins(self, group: str, adopt: Callable[[object], None] | None = None) -> None:
+        """Lets the installed plugins of the entry-point `group` add to this registry: they are loaded
+        at its next read. Called once relreason's own entries are all registered.
+
+        Args:
+            adopt: what to do with each entry point's object (relreason.plugins.load's default: a
+                module's import registers, a function is called).
+        """
+        self.plugin_group = group
+        self._adopt = adopt
 
     def _forget(self, name: str) -> None:
         del self._items[name]

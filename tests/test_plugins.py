@@ -70,11 +70,13 @@ def site(tmp_path, monkeypatch):
         sys.modules.pop(module, None)
 
 
-def fresh(site, **kwargs) -> tuple[str, Registry]:
-    """A new entry-point group (unique to the test) and a registry of things that loads it."""
+def fresh(site) -> tuple[str, Registry]:
+    """A new entry-point group (unique to the test) and a registry of things, its built-in registered,
+    that accepts that group's plugins."""
     group = f"relreason.test_{uuid.uuid4().hex}"
-    registry: Registry = Registry("thing", "relreason list things", plugins=group, **kwargs)
+    registry: Registry = Registry("thing", "relreason list things")
     registry.register("builtin_thing", 0)
+    registry.accept_plugins(group)
     site.shared.THINGS = registry
     return group, registry
 
@@ -95,6 +97,7 @@ def test_every_plugin_group_feeds_a_registry():
     from relreason.models.text import TEXT_MODELS
 
     assert {r.plugin_group for r in (ALGORITHMS, PROCESSORS, TEXT_MODELS, RECIPES, ABLATIONS)} == set(GROUPS)
+    assert TEXT_MODELS.plugin_group == PROCESSORS.plugin_group  # a processor plugin may add a text model
 
 
 def test_plugins_load_once_when_first_read_after_the_built_ins(site, capsys):
@@ -113,6 +116,39 @@ def test_plugins_load_once_when_first_read_after_the_built_ins(site, capsys):
     assert things.origin("plugin_thing").entry_point == f"{group}: counting = {module}"
     assert things.origin("builtin_thing") is BUILT_IN
     assert capsys.readouterr().err == ""
+
+
+def test_no_plugin_loads_before_the_built_ins_are_all_in(site):
+    group = f"relreason.test_{uuid.uuid4().hex}"
+    things: Registry = Registry("thing")
+    site.shared.THINGS = things
+    module = unique("eager_plugin")
+    site("eager-plugin", "1.0", {group: {"eager": module}}, {module: "import plugin_test_registries as s\n"
+                                                                  "s.THINGS.register('plugin_thing', 1)\n"})
+    things.register("first_builtin", 0)
+    assert things.names() == ["first_builtin"]  # read while the built-ins register: no plugin yet
+    things.register("last_builtin", 0)
+    things.accept_plugins(group)
+    assert things.names() == ["first_builtin", "last_builtin", "plugin_thing"]
+
+
+def test_what_relreason_registers_while_a_plugin_loads_stays_built_in(site, tmp_path):
+    """A module of relreason that a plugin imports first registers relreason's own things: built in,
+    and kept when the plugin fails."""
+    group, things = fresh(site)
+    inner = tmp_path / "inner.py"
+    inner.write_text("import plugin_test_registries as s\ns.THINGS.register('relreason_thing', 1)\n")
+    module = unique("importing_plugin")
+    site("importing-plugin", "1.0", {group: {"p": module}}, {module: f"""
+        import importlib.util
+        import plugin_test_registries as shared
+        spec = importlib.util.spec_from_file_location("relreason._plugin_test_{module}", {str(inner)!r})
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))   # as `import relreason.<module>` does
+        shared.THINGS.register("plugin_thing", 2)
+        raise ImportError("and then the plugin fails")
+        """})
+    assert things.names() == ["builtin_thing", "relreason_thing"]
+    assert things.origin("relreason_thing") is BUILT_IN
 
 
 @pytest.mark.parametrize("read", [lambda r: r.names(), lambda r: "x" in r, lambda r: list(r), lambda r: len(r),

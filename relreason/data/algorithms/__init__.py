@@ -29,7 +29,7 @@ class Algorithm:
     min_size: int  # smallest `length` the sampler accepts
 
 
-ALGORITHMS: Registry[Algorithm] = Registry("algorithm", "relreason list algorithms", plugins="relreason.algorithms")
+ALGORITHMS: Registry[Algorithm] = Registry("algorithm", "relreason list algorithms")
 
 # One module per algorithm class (graph_search: the DFS-based graph algorithms); importing them fills ALGORITHMS.
 FAMILY_MODULES = ("sorting", "searching", "divide_and_conquer", "greedy", "dynamic_programming", "graphs",
@@ -53,3 +53,4 @@ def _load_families() -> None:
 
 
 _load_families()
+ALGORITHMS.accept_plugins("relreason.algorithms")  # the built-ins are all in: installed plugins may add theirs

@@ -31,7 +31,7 @@ before anything is built, its paper and the recipe of that paper's protocol per 
     class MPNN(Processor): ...
 
 Installed plugins add processors the same way (entry-point group `relreason.processors`, see
-relreason.plugins); PROCESSORS loads them when its names are first read.
+relreason.plugins); PROCESSORS loads them when it is first read after the built-ins are registered.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class ProcessorEntry(ModelEntry):
         return self.cls(cfg, hidden)
 
 
-PROCESSORS: Registry[ProcessorEntry] = Registry("model", "relreason list models", plugins="relreason.processors")
+PROCESSORS: Registry[ProcessorEntry] = Registry("model", "relreason list models")
 
 
 def register_processor(name: str, config: type, description: str, *, paper: str = "",

@@ -49,9 +49,8 @@ class TextModelEntry(ModelEntry):
     section, defaults sized for this CPU."""
 
 
-# a name lives in one family: the text models share the processors' namespace (and their plugins' group)
-TEXT_MODELS: Registry[TextModelEntry] = Registry("text model", "relreason list models", plugins="relreason.processors",
-                                                 namespace=PROCESSORS)
+# a name lives in one family: the text models share the processors' namespace (and, below, their plugins)
+TEXT_MODELS: Registry[TextModelEntry] = Registry("text model", "relreason list models", namespace=PROCESSORS)
 
 
 def register_text_model(name: str, config: type, description: str, *, paper: str = "",
@@ -166,3 +165,4 @@ register_text_model("text_transformer", TextModelConfig,
 register_text_model("transnar", TransNARModelConfig,
                     "Text transformer with gated cross-attention (Eq. 3) to a frozen NAR after each layer; "
                     "--set model.nar=runs/NAME", paper="Bounsi et al. 2024", recipes={"text": "transnar"})(TransNAR)
+TEXT_MODELS.accept_plugins("relreason.processors")  # the built-ins are all in: a processor plugin may add text models

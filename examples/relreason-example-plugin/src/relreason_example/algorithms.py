@@ -6,7 +6,8 @@
 Inputs are the keys and their positions; the output is a pointer per node; the hints are that
 pointer array as the scan fills it in (nodes not reached yet point to themselves) and the scanned
 position. The function runs a lockstep batch (inputs with a leading batch axis B) and records its
-probes with relreason's Recorder, which checks them against the spec declared here.
+probes with relreason's Recorder, which checks them against the spec declared here. `TextForm()`
+gives it a CLRS-Text form too (task `text:running_max`), its trace the `best_h` hint printed as `best`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from relreason.data import samplers
-from relreason.data.algorithms import register
+from relreason.data.algorithms import TextForm, register
 from relreason.data.probes import Recorder, positions
 
 
@@ -24,8 +25,7 @@ def sample_keys(rng: samplers.RandomState, length: int) -> tuple[np.ndarray]:
 
 
 @register("running_max", family="sequences", inputs="pos N sc, key N sc", outputs="best N ptr",
-          hints="best_h N ptr, i N m1", classes={}, sample=sample_keys, eval_multiplier=1, min_size=2,
-          text=None, stream=None, groups=())
+          hints="best_h N ptr, i N m1", sample=sample_keys, text=TextForm())
 def running_max(key: np.ndarray):
     """key: [B, N] keys. One hint per scanned position."""
     key = np.asarray(key, dtype=np.float64)  # (B, N)
