@@ -15,11 +15,13 @@ called once its built-ins are registered) loads its group when its names are nex
 is next looked up: once per process, after the built-ins, in the order of the distributions' names.
 
 Every registered name keeps its origin: `BUILT_IN`, or the distribution (name, version) whose entry
-point registered it; `relreason list` shows it and checkpoints record it. A plugin that fails to
-import, raises, or registers a name that is already taken is skipped as a whole (whatever it had
-registered is taken back) with one line on stderr naming it, its entry point and what went wrong;
-the built-ins and the other plugins go on working and no command's exit code changes.
-RELREASON_DEBUG=1 adds the traceback.
+point registered it; `relreason list` shows it and checkpoints record it (`require_plugins` checks a
+checkpoint's record when it is loaded). An entry point that fails to import, raises, or registers a
+name already taken is skipped as a whole (whatever it had registered is taken back) with one line on
+stderr naming its distribution, the entry point and what went wrong; the built-ins and the other
+plugins go on working and no command's exit code changes. RELREASON_DEBUG=1 adds the traceback. A
+built-in always keeps its name: were a plugin to take one first (a model name, which the processors
+and the text models share, before the text models are imported), the plugin is withdrawn the same way.
 """
 
 from __future__ import annotations
@@ -62,7 +64,6 @@ BUILT_IN = Origin()
 _loaded: set[str] = set()  # the groups loaded (or being loaded) in this process
 _loading: list[Origin] = []  # the entry points being loaded now, innermost last (a plugin may trigger another group)
 _undo: dict[Origin, list[Callable[[], None]]] = {}  # how to take back what each loaded entry point registered
-_skipped: list[tuple[Origin, str]] = []  # the entry points skipped in this process, and why
 
 
 def current_origin() -> Origin:
@@ -125,16 +126,10 @@ def withdraw(origin: Origin, why: str, error: BaseException | None = None) -> No
     for undo in reversed(_undo.pop(origin, [])):
         undo()
     reason = " ".join(why.split())  # one line, whatever the exception's message holds
-    _skipped.append((origin, reason))
     print(f"Warning: plugin {origin} (entry point {origin.entry_point}) {reason}; relreason runs without it",
           file=sys.stderr, flush=True)
     if error is not None and os.environ.get("RELREASON_DEBUG", "") not in ("", "0"):
         traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
-
-
-def skipped() -> list[tuple[Origin, str]]:
-    """The entry points skipped so far in this process, with the reason each was."""
-    return list(_skipped)
 
 
 def require_plugins(record: list[dict], where: str, origin_here: Callable[[str, str], Origin | None]) -> None:
@@ -155,12 +150,11 @@ def require_plugins(record: list[dict], where: str, origin_here: Callable[[str, 
         if here is None:
             raise RelreasonError(f"{where} needs the plugin {plugin} (its {need['kind']} {need['name']!r}), "
                                  "which is not installed", install)
+        other = "built in" if here.built_in else f"from {here}"
         raise RelreasonError(f"{where} needs the {need['kind']} {need['name']!r} of the plugin {plugin}, but "
-                             f"{need['name']!r} here is {'built in' if here.built_in else 'from ' + str(here)}", install)
+                             f"{need['name']!r} here is {other}", install)
 
 
 def _distribution(ep: EntryPoint) -> tuple[str, str]:
-    dist = getattr(ep, "dist", None)
-    if dist is None:
-        return "an unknown distribution", "?"
-    return dist.metadata["Name"] or dist.name, dist.version
+    """(name, version) of the installed distribution that declares `ep`."""
+    return ep.dist.name, ep.dist.version

@@ -54,7 +54,7 @@ class Registry(Generic[T]):
                 if not (origin.built_in and not held.built_in):
                     where = "" if holder is self else f" as a {holder.kind}"
                     by = "relreason (built-in)" if held.built_in else f"the plugin {held}"
-                    raise NameClash(f"{self.kind} {name!r} is already registered{where} by {by}")
+                    raise NameClash(f"{self.kind} {name!r} is registered twice: first{where} by {by}")
                 withdraw(held, f"is withdrawn: {holder.kind} {name!r} is built into relreason")
             self._items[name] = item
             self._origins[name] = origin

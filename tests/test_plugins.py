@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -25,7 +26,6 @@ from pathlib import Path
 
 import pytest
 
-from relreason import plugins
 from relreason.errors import RelreasonError
 from relreason.plugins import BUILT_IN, GROUPS, Origin, require_plugins
 from relreason.registry import Registry
@@ -87,6 +87,17 @@ def unique(name: str) -> str:
 
 def warnings(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("Warning: plugin")]
+
+
+def install_for_commands(site: Path, monkeypatch) -> None:
+    """The relreason commands run from now on see the distributions installed in `site`."""
+    monkeypatch.setenv("PYTHONPATH", str(site), prepend=os.pathsep)
+
+
+def uninstall_for_commands(site: Path, monkeypatch) -> None:
+    """... and from now on they no longer do."""
+    kept = [p for p in os.environ["PYTHONPATH"].split(os.pathsep) if p != str(site)]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(kept))
 
 
 def test_every_plugin_group_feeds_a_registry():
@@ -187,7 +198,6 @@ def test_a_plugin_that_fails_to_import_is_one_line_and_the_rest_loads(site, caps
     lines = capsys.readouterr().err.splitlines()
     assert lines == [f"Warning: plugin broken-plugin 1.0 (entry point {group}: broken = {broken}) failed to load: "
                      "ModuleNotFoundError: No module named 'relreason_missing_dependency'; relreason runs without it"]
-    assert any(o.distribution == "broken-plugin" for o, _ in plugins.skipped())
 
 
 def test_a_plugin_whose_name_clashes_is_skipped_whole(site, capsys):
@@ -201,7 +211,7 @@ def test_a_plugin_whose_name_clashes_is_skipped_whole(site, capsys):
     assert things.names() == ["builtin_thing"] and things.get("builtin_thing") == 0
     (line,) = warnings(capsys.readouterr().err)
     assert line.startswith(f"Warning: plugin clashing-plugin 1.0 (entry point {group}: clash = {module}) failed")
-    assert "NameClash: thing 'builtin_thing' is already registered by relreason (built-in)" in line
+    assert "NameClash: thing 'builtin_thing' is registered twice: first by relreason (built-in)" in line
 
 
 def test_the_first_of_two_clashing_plugins_keeps_the_name(site, capsys):
@@ -212,7 +222,8 @@ def test_the_first_of_two_clashing_plugins_keeps_the_name(site, capsys):
                                                          "s.THINGS.register('shared_name', __name__)\n"})
     assert things.get("shared_name") == a and str(things.origin("shared_name")) == "a-plugin 1.0"
     (line,) = warnings(capsys.readouterr().err)
-    assert "b-plugin 1.0" in line and "thing 'shared_name' is already registered by the plugin a-plugin 1.0" in line
+    assert "b-plugin 1.0" in line
+    assert "thing 'shared_name' is registered twice: first by the plugin a-plugin 1.0" in line
 
 
 def test_a_built_in_registered_after_a_plugin_took_its_name_wins(site, capsys):
@@ -346,7 +357,7 @@ def only_expected_warnings(stderr: str) -> None:
                                             not NEW_ALGORITHM_API, reason="waits for the one-@register algorithm "
                                                                           "API (issue 23)"))])
 def test_list_shows_where_each_thing_comes_from(example_plugin, monkeypatch, what, name):
-    monkeypatch.setenv("PYTHONPATH", str(example_plugin))
+    install_for_commands(example_plugin, monkeypatch)
     res = relreason("list", what, "--json")
     origins = {r["name"]: r["origin"] for r in json.loads(succeeds(res))[what]}
     assert origins[name] == EXAMPLE_ORIGIN
@@ -358,7 +369,7 @@ def test_list_shows_where_each_thing_comes_from(example_plugin, monkeypatch, wha
 
 
 def test_train_eval_and_ablate_through_the_plugin(example_plugin, tmp_path, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", str(example_plugin))
+    install_for_commands(example_plugin, monkeypatch)
     sets = tiny_sets(tmp_path / "data")
     res = relreason("train", "max_gnn", "bellman_ford", *sets, "--out", tmp_path / "runs", "--name", "mg", "--json")
     result = json.loads(succeeds(res))
@@ -375,7 +386,7 @@ def test_train_eval_and_ablate_through_the_plugin(example_plugin, tmp_path, monk
     assert {(c["model"], c["task"]) for c in cells} == {("max_gnn", "bellman_ford"), ("mpnn", "bellman_ford")}
     assert all(0.0 <= c["score"] <= 1.0 for c in cells)
 
-    monkeypatch.delenv("PYTHONPATH")  # the plugin is gone: its checkpoints say so in one line
+    uninstall_for_commands(example_plugin, monkeypatch)  # the plugin is gone: its checkpoints say so in one line
     fails(relreason("eval", run), 1, "needs the plugin relreason-example-plugin 0.1.0 (its model 'max_gnn'), "
                                      "which is not installed")
     fails(relreason("train", "max_gnn", "bellman_ford", "--out", run.parent, "--name", run.name, "--resume"), 1,
@@ -384,7 +395,7 @@ def test_train_eval_and_ablate_through_the_plugin(example_plugin, tmp_path, monk
 
 @pytest.mark.skipif(not NEW_ALGORITHM_API, reason="waits for the one-@register algorithm API (issue 23)")
 def test_a_plugin_algorithm_trains_and_evaluates(example_plugin, tmp_path, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", str(example_plugin))
+    install_for_commands(example_plugin, monkeypatch)
     res = relreason("train", "mpnn", "running_max", *tiny_sets(tmp_path / "data"), "--out", tmp_path / "runs",
                     "--name", "rm", "--json")
     run = Path(json.loads(succeeds(res))["run"])
@@ -393,12 +404,14 @@ def test_a_plugin_algorithm_trains_and_evaluates(example_plugin, tmp_path, monke
     assert meta["plugins"] == [{"kind": "algorithm", "name": "running_max",
                                 "distribution": "relreason-example-plugin", "version": "0.1.0"}]
     assert 0.0 <= json.loads(succeeds(relreason("eval", run, "--json")))["score"] <= 1.0
-    monkeypatch.delenv("PYTHONPATH")
+    tasks = {r["name"]: r for r in json.loads(succeeds(relreason("list", "tasks", "--json")))["tasks"]}
+    assert tasks["sequences"]["tasks"] == ["running_max"] and "text:running_max" in tasks  # its family, its text
+    uninstall_for_commands(example_plugin, monkeypatch)
     fails(relreason("eval", run), 1, "needs the plugin relreason-example-plugin 0.1.0 (its algorithm 'running_max')")
 
 
 def test_broken_plugins_are_one_line_each_and_the_built_ins_work(broken_plugins, tmp_path, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", str(broken_plugins))
+    install_for_commands(broken_plugins, monkeypatch)
     res = relreason("list", "models", "--json")
     models = {r["name"]: r["origin"] for r in json.loads(succeeds(res))["models"]}
     assert models["mpnn"] == "built-in" and "clash_gnn" not in models  # the clashing plugin is taken back whole
@@ -408,7 +421,7 @@ def test_broken_plugins_are_one_line_each_and_the_built_ins_work(broken_plugins,
         "failed to load: ModuleNotFoundError: No module named 'relreason_missing_dependency'; relreason runs "
         "without it",
         "Warning: plugin relreason-clashing-plugin 1.0 (entry point relreason.processors: plugin = "
-        "relreason_clashing) failed to load: NameClash: model 'mpnn' is already registered by relreason "
+        "relreason_clashing) failed to load: NameClash: model 'mpnn' is registered twice: first by relreason "
         "(built-in); relreason runs without it"]
     assert len(res.stderr.splitlines()) == 2  # nothing else: no traceback
     res = relreason("train", "mpnn", "bellman_ford", *tiny_sets(tmp_path / "data"), "--out", tmp_path / "runs",
@@ -430,7 +443,7 @@ def test_the_guide_builds_a_working_plugin(tmp_path, monkeypatch):
         next(code for lang, code in blocks if lang == "yaml"))
     for code in (code for lang, code in blocks if lang == "python"):
         (project / code.splitlines()[0].removeprefix("# ")).write_text(code)
-    monkeypatch.setenv("PYTHONPATH", str(pip_install(tmp_path / "site", project)))
+    install_for_commands(pip_install(tmp_path / "site", project), monkeypatch)
     models = {r["name"]: r for r in json.loads(succeeds(relreason("list", "models", "--json")))["models"]}
     assert models["my_gnn"]["origin"] == "my-plugin 0.1.0" and models["my_gnn"]["paper_recipe"] == "my_gnn"
     res = relreason("train", "my_gnn", "bellman_ford", "--recipe", "quick", *tiny_sets(tmp_path / "data"),

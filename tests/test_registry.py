@@ -45,7 +45,7 @@ def test_unknown_names_get_a_did_you_mean_and_the_list_command():
 def test_a_name_is_registered_once():
     reg: Registry[int] = Registry("thing")
     reg.register("a", 1)
-    with pytest.raises(NameClash, match=r"thing 'a' is already registered by relreason \(built-in\)"):
+    with pytest.raises(NameClash, match=r"thing 'a' is registered twice: first by relreason \(built-in\)"):
         reg.register("a", 2)
     assert reg.get("a") == 1
 
@@ -57,8 +57,8 @@ def test_registries_sharing_a_namespace_never_hold_the_same_name():
     processors.register("mpnn", 1)
     text.register("transnar", 2)
     other.register("mpnn", 3)  # another namespace: no clash
-    with pytest.raises(NameClash, match="text model 'mpnn' is already registered as a model"):
+    with pytest.raises(NameClash, match="text model 'mpnn' is registered twice: first as a model"):
         text.register("mpnn", 4)
-    with pytest.raises(NameClash, match="model 'transnar' is already registered as a text model"):
+    with pytest.raises(NameClash, match="model 'transnar' is registered twice: first as a text model"):
         processors.register("transnar", 5)
     assert processors.names() == ["mpnn"] and text.names() == ["transnar"]
