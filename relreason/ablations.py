@@ -140,6 +140,7 @@ register_ablation("transnar-vs-text", "TransNAR vs the same text transformer wit
                   _TRANSNAR, Variant("text transformer", "transnar", {"model": {"use_nar": False}}))
 register_ablation("transnar-nodes-only", "TransNAR cross-attending to NAR nodes and edges vs to nodes only",
                   _TRANSNAR, Variant("transnar nodes only", "transnar", {"model": {"nodes_only": True}}))
+ABLATIONS.accept_plugins("relreason.ablations")  # the built-ins are all in: installed plugins may add theirs
 
 
 # -- running (relreason.study holds the machinery; these keep the ablation-by-name entry points) --

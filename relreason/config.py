@@ -15,10 +15,11 @@ Layers, lowest first (each later one overrides; `Config.sources` records which l
    from edges);
 3. `task NAME`: what the task needs (e.g. lobsters: no hints, many processor iterations);
 4. `recipe NAME`: a YAML recipe (a diff; `inherit:` chains recipes, `inherit: paper` means the
-   paper recipe of the model and task being trained). Without `--recipe` the paper recipe of the
-   model (`recipes/<model>.yaml`; for lobsters `recipes/lobster_<model>.yaml`) is used, `default`
-   where the model has none. A recipe may scope diffs to models or tasks (`models: {rt: {...}}`,
-   `tasks: {lobster: {...}}`), and its line comments are the sources `--print-config` shows;
+   paper recipe of the model and task being trained). Without `--recipe` the paper recipe that the
+   model's entry declares for the task's kind (relreason.models.entry: `rt` for CLRS tasks,
+   `lobster_rt` for lobsters) is used, `default` where it declares none. A recipe may scope diffs
+   to models or tasks (`models: {rt: {...}}`, `tasks: {lobster: {...}}`), and its line comments are
+   the sources `--print-config` shows. Installed plugins add recipes (`RECIPES`, relreason.plugins);
 5. `ablation NAME`: the variant's delta (ablate only);
 6. `--set`: command-line overrides.
 
@@ -48,17 +49,36 @@ from relreason.errors import RelreasonError
 from relreason.protocol import NOT_PROTOCOL_KEYS
 from relreason.schedules import schedule_problems
 from relreason.tracking import TRACKERS
+from relreason.registry import Registry
 
 
-def _recipe_dir() -> Path:
-    """Where the YAML recipes live: the top-level `recipes/` of a source checkout, shipped inside the
-    wheel as the `relreason.recipes` package data."""
+def _package_dir(package: types.ModuleType | str) -> Path:
     import importlib.resources
 
-    return Path(str(importlib.resources.files("relreason.recipes")))
+    return Path(str(importlib.resources.files(package)))
 
 
-RECIPE_DIR = _recipe_dir()
+def _adopt_recipes(package: object) -> None:
+    """A `relreason.recipes` entry point names a package: each of its *.yaml files becomes a recipe."""
+    if not isinstance(package, types.ModuleType) or not hasattr(package, "__path__"):
+        raise TypeError(f"{package!r} is not a package of YAML recipes")
+    files = sorted(_package_dir(package).glob("*.yaml"))
+    if not files:
+        raise ValueError(f"package {package.__name__} holds no *.yaml recipe")
+    for path in files:
+        RECIPES.register(path.stem, path)
+
+
+# Where the built-in recipes live: the top-level `recipes/` of a source checkout, shipped inside the
+# wheel as the `relreason.recipes` package data.
+RECIPE_DIR = _package_dir("relreason.recipes")
+# recipe name -> its YAML file: the built-ins, then those of plugins (a package named by an entry point
+# of the group relreason.recipes: see relreason.plugins and docs/plugins.md)
+RECIPES: Registry[Path] = Registry("recipe", "relreason list recipes")
+for _path in sorted(RECIPE_DIR.glob("*.yaml")):
+    RECIPES.register(_path.stem, _path)
+RECIPES.accept_plugins("relreason.recipes", adopt=_adopt_recipes)
+
 PAPER = "paper"  # `inherit: paper`: the paper recipe of the model and task being trained
 
 
@@ -258,19 +278,18 @@ def find_recipe(recipe: str) -> Path:
         if not path.is_file():
             raise RelreasonError(f"recipe {recipe} is a directory, not a YAML file", "give a recipe name or a YAML path")
         return path
-    candidate = RECIPE_DIR / f"{recipe}.yaml"
-    if not candidate.is_file():
+    if recipe not in RECIPES:
         import difflib
 
         names = recipe_names()
         close = difflib.get_close_matches(recipe, names, n=2)
         hint = (f"did you mean {' or '.join(close)}? " if close else "") + f"known recipes: {', '.join(names)}"
         raise RelreasonError(f"unknown recipe {recipe!r}", hint)
-    return candidate
+    return RECIPES.get(recipe)
 
 
 def recipe_names() -> list[str]:
-    return sorted(p.stem for p in RECIPE_DIR.glob("*.yaml"))
+    return sorted(RECIPES.names())
 
 
 RECIPE_KEYS = ("inherit", "deviation", "models", "tasks") + SECTIONS  # what a recipe file may hold
@@ -376,13 +395,13 @@ def recipe_deviation(recipe: str) -> str | None:
 
 
 def paper_recipe(model: str, task: str) -> str:
-    """The recipe that reproduces the model's paper on this task: `recipes/<model>.yaml` for CLRS and
-    text tasks, `recipes/<kind>_<model>.yaml` for other task kinds (lobster_rt); `default` otherwise."""
+    """The recipe that reproduces the model's paper on this task, as the model's entry declares it
+    for the task's kind (relreason.models.entry: `rt` on CLRS tasks, `lobster_rt` on lobsters);
+    `default` where it declares none."""
+    from relreason.models.catalog import paper_recipe as declared
     from relreason.tasks import task_kind
 
-    kind = task_kind(task)
-    name = model if kind in ("clrs", "text") else f"{kind}_{model}"
-    return name if (RECIPE_DIR / f"{name}.yaml").is_file() else "default"
+    return declared(model, task_kind(task))
 
 
 def parse_overrides(items: list[str]) -> dict:

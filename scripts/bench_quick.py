@@ -207,7 +207,7 @@ STARTUP_S = 0.0
 
 def main(argv: list[str] | None = None) -> None:
     global STARTUP_S
-    nar = [name for name, family, _ in model_rows() if family == "nar"]
+    nar = [r["name"] for r in model_rows() if r["family"] == "nar"]
     graph = [name for name in TASKS.names() if TASKS.get(name).kind in ("clrs", "lobster")]
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default=",".join(nar), help="comma list (default: every NAR model)")

@@ -3,9 +3,10 @@ lower ones, and no modules import each other in a circle.
 
 The layers, lowest first, and why each stands where it does:
 
-- core: what every other layer may use and that knows none of them: errors, the Registry, seeds,
-  process-level runtime helpers, what a result is (the protocol's keys), the run directory's layout and
-  records (read by models, eval and train alike), the package's version;
+- core: what every other layer may use and that knows none of them: errors, the Registry and the
+  loading of plugins into it, seeds, process-level runtime helpers, what a result is (the protocol's
+  keys), the run directory's layout and records (read by models, eval and train alike), the package's
+  version;
 - data: the CLRS-30 specs, algorithms, samplers and datasets on disk, and the `data:` sections that
   configure them (relreason.data.config); no model, no metric;
 - models: encoders, processors, decoders, text models, and building a configured net from what its
@@ -38,6 +39,7 @@ PLACES = {
     "relreason": "core",  # the package itself: __version__
     "relreason.errors": "core",
     "relreason.registry": "core",
+    "relreason.plugins": "core",
     "relreason.seeds": "core",
     "relreason.runtime": "core",
     "relreason.protocol": "core",

@@ -76,20 +76,14 @@ def _algorithms() -> Rows:
         splits = {s: {"size": c.size, "num": c.num} for s, c in ((s, canonical_split(name, s)) for s in CANONICAL_SPLITS)}
         rows.append({"name": name, "class": info.klass, **{stage.value + "s": [f.name for f in info.features(stage)]
                                                             for stage in (Stage.INPUT, Stage.OUTPUT, Stage.HINT)},
-                     "splits": splits})
+                     "splits": splits, "origin": str(ALGORITHMS.origin(name))})
     return rows
 
 
 def _models() -> Rows:
-    from relreason.config import paper_recipe
     from relreason.models.catalog import model_rows
 
-    rows = []
-    for name, family, description in model_rows():
-        task = "text:insertion_sort" if family == "text" else "bellman_ford"
-        rows.append({"name": name, "family": family, "paper_recipe": paper_recipe(name, task),
-                     "description": description})
-    return rows
+    return model_rows()
 
 
 def _tasks() -> Rows:
@@ -107,12 +101,12 @@ def _flat(tree: dict) -> dict[str, object]:
 
 
 def _recipes() -> Rows:
-    from relreason.config import RECIPE_DIR, SECTIONS, read_recipe, recipe_names
+    from relreason.config import RECIPES, SECTIONS, find_recipe, read_recipe, recipe_names
 
     rows = []
     for name in recipe_names():
         recipe, _ = read_recipe(name)
-        lines = (RECIPE_DIR / f"{name}.yaml").read_text().splitlines()
+        lines = find_recipe(name).read_text().splitlines()
         head = [x.lstrip("#").strip() for x in itertools.takewhile(lambda x: x.startswith("#"), lines)]
         prose = " ".join(head[1:])
         summary = re.split(r"(?<!et al)(?<!e\.g)(?<!i\.e)\.\s", prose + " ")[0].rstrip(".") + "." if prose else ""
@@ -121,7 +115,7 @@ def _recipes() -> Rows:
         rows.append({"name": name, "command": head[0] if head else "", "summary": summary,
                      "inherit": recipe.get("inherit"),
                      "sets": _flat({k: v for k, v in recipe.items() if k in SECTIONS}),
-                     **scoped, "deviation": recipe.get("deviation")})
+                     **scoped, "deviation": recipe.get("deviation"), "origin": str(RECIPES.origin(name))})
     return rows
 
 
@@ -130,7 +124,7 @@ def _ablations() -> Rows:
 
     return [{"name": name, "variants": [{"label": v.label, "model": v.model, "sets": _flat(v.delta)}
                                         for v in abl.variants],
-             "description": abl.description} for name, abl in ABLATIONS.items()]
+             "description": abl.description, "origin": str(ABLATIONS.origin(name))} for name, abl in ABLATIONS.items()]
 
 
 def _graphs() -> Rows:
@@ -170,16 +164,18 @@ LISTS: dict[str, tuple[Callable[[], Rows], str, list[tuple[str, Callable[[dict],
         ("inputs", lambda r: ", ".join(r["inputs"])), ("outputs", lambda r: ", ".join(r["outputs"])),
         ("hints", lambda r: ", ".join(r["hints"])),
         ("train / val / test (n, samples)", lambda r: " / ".join(f"{s['size']}, {s['num']}"
-                                                                 for s in r["splits"].values()))]),
+                                                                 for s in r["splits"].values())),
+        ("origin", lambda r: r["origin"])]),
     "models": (_models, "models", [
         ("name", lambda r: r["name"]), ("family", lambda r: r["family"]),
-        ("paper recipe", lambda r: r["paper_recipe"]), ("description", lambda r: r["description"])]),
+        ("paper recipe", lambda r: r["paper_recipe"]), ("description", lambda r: r["description"]),
+        ("origin", lambda r: r["origin"])]),
     "tasks": (_tasks, "tasks and groups (usable wherever a task list is accepted)", [
         ("name", lambda r: r["name"]), ("kind", lambda r: r["kind"]),
         ("tasks", lambda r: ", ".join(r["tasks"]) if r["kind"] == "group" else "")]),
     "recipes": (_recipes, "recipes (each a diff over the defaults; --print-config shows the result)", [
         ("name", lambda r: r["name"]), ("what it is", lambda r: r["summary"]), ("changes", _recipe_changes),
-        ("command", lambda r: r["command"])]),
+        ("command", lambda r: r["command"]), ("origin", lambda r: r["origin"])]),
     "graphs": (_graphs, "graph families (--graph NAME:KEY=VALUE,...; a range low..high or a choice a|b|c is "
                         "drawn per graph)", [
         ("name", lambda r: r["name"]),
@@ -188,7 +184,7 @@ LISTS: dict[str, tuple[Callable[[], Rows], str, list[tuple[str, Callable[[dict],
         ("description", lambda r: r["description"])]),
     "ablations": (_ablations, "ablations", [
         ("name", lambda r: r["name"]), ("variants", lambda r: " | ".join(v["label"] for v in r["variants"])),
-        ("description", lambda r: r["description"])]),
+        ("description", lambda r: r["description"]), ("origin", lambda r: r["origin"])]),
 }
 
 
@@ -196,7 +192,8 @@ LISTS: dict[str, tuple[Callable[[], Rows], str, list[tuple[str, Callable[[dict],
 @report_errors
 def list_cmd(what: Annotated[str, typer.Argument(help="What to list: " + ", ".join(LISTS) + ".")] = "algorithms",
              as_json: JsonOpt = False) -> None:
-    """List what is registered: algorithms, models, tasks (and groups), recipes, graph families, ablations.
+    """List what is registered: algorithms, models, tasks (and groups), recipes, graph families, ablations,
+    each with its origin: built-in, or the installed plugin (distribution and version) that added it.
 
     Examples:\n
       relreason list algorithms\n
@@ -211,8 +208,8 @@ def list_cmd(what: Annotated[str, typer.Argument(help="What to list: " + ", ".jo
         out.print_json(json.dumps({what: rows}))
         return
     table = Table(title=title)
-    for column, _ in columns:  # names and commands whole; prose wraps at a readable width (also piped)
-        whole = column in ("name", "command")
+    for column, _ in columns:  # names, commands and origins whole; prose wraps at a readable width (also piped)
+        whole = column in ("name", "command", "origin")
         table.add_column(column, no_wrap=whole, max_width=None if whole else PROSE_WIDTH)
     for r in rows:
         table.add_row(*(cell(r) for _, cell in columns))

@@ -6,10 +6,12 @@
 - `text`: language models over CLRS-Text (`relreason.models.text.TEXT_MODELS`, named here too); their
   `model:` section is the model's own config dataclass; they train on `text:` tasks.
 
-A name lives in exactly one family (checked at registration), so `relreason train NAME ...` needs
-no family flag:
+A name lives in exactly one family (the two registries share one namespace), so `relreason train
+NAME ...` needs no family flag. Each entry holds its model's facts (relreason.models.entry), declared
+beside the model's class; everything here is read from them:
 
     family, entry = find_model("rt")          # ("nar", ProcessorEntry)
+    paper_recipe("rt", "lobster")             # "lobster_rt"
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import difflib
 import enum
 
 from relreason.errors import RelreasonError
+from relreason.models.entry import ModelEntry
 from relreason.models.processors import PROCESSORS
 from relreason.models.text import TEXT_MODELS, TextModelEntry, register_text_model  # the text family's registry
+from relreason.plugins import Origin
 
 
 class Family(str, enum.Enum):
@@ -27,7 +31,7 @@ class Family(str, enum.Enum):
     TEXT = "text"
 
 
-def find_model(name: str) -> tuple[Family, object]:
+def find_model(name: str) -> tuple[Family, ModelEntry]:
     """(family, registry entry) of a model name; a did-you-mean error over both families."""
     if name in PROCESSORS:
         return Family.NAR, PROCESSORS.get(name)
@@ -42,10 +46,26 @@ def model_names() -> list[str]:
     return PROCESSORS.names() + TEXT_MODELS.names()
 
 
-def model_rows() -> list[tuple[str, str, str]]:
-    """(name, family, description) of every model, for `relreason list models`."""
-    rows = [(n, Family.NAR.value, e.description) for n, e in PROCESSORS.items()]
-    return rows + [(n, Family.TEXT.value, e.description) for n, e in TEXT_MODELS.items()]
+def model_rows() -> list[dict]:
+    """One row per model, for `relreason list models`: name, family, paper recipe (on its family's
+    task kind), description with citation, paper, origin (built-in or the plugin's distribution)."""
+    rows = []
+    for family, registry, kind in ((Family.NAR, PROCESSORS, "clrs"), (Family.TEXT, TEXT_MODELS, "text")):
+        for name, entry in registry.items():
+            rows.append({"name": name, "family": family.value, "paper_recipe": entry.paper_recipe(kind),
+                         "description": entry.summary(), "paper": entry.paper, "origin": str(registry.origin(name))})
+    return rows
+
+
+def paper_recipe(model: str, kind: str) -> str:
+    """The recipe that is `model`'s paper protocol on tasks of `kind` (its entry's `recipes`)."""
+    return find_model(model)[1].paper_recipe(kind)
+
+
+def model_origin(name: str) -> Origin:
+    """Where a model comes from: built in, or a plugin's distribution."""
+    family, _ = find_model(name)
+    return (TEXT_MODELS if family is Family.TEXT else PROCESSORS).origin(name)
 
 
 def model_label(model_name: str, model_cfg: object) -> str:

@@ -1,6 +1,13 @@
 """Checkpoints: a directory with `model.safetensors`, `config.json`, and for resuming
 `optimizer.safetensors` + `trainer_state.json`.
 
+config.json records, under `plugins`, which installed plugin (distribution and version) the model
+and each algorithm came from, built-ins left out:
+
+    "plugins": [{"kind": "model", "name": "max_gnn", "distribution": "relreason-example-plugin", "version": "0.1.0"}]
+
+Loading a checkpoint whose plugin is not installed fails with one line naming that plugin.
+
 Weights are never pickled. The whole directory is written under a temporary name and swapped in,
 so a run killed at any moment leaves either the previous checkpoint or the new one, never a mix.
 It gets the permissions the user's umask gives new directories and files. Loading is strict and
@@ -24,6 +31,7 @@ from relreason.config import Config, config_from_dict
 from relreason.data.store import current_umask, owner_tag, remove_stale_temporaries
 from relreason.errors import RelreasonError
 from relreason.rundir import CHECKPOINT_CONFIG, OPTIMIZER, OPTIMIZER_META, TRAINER_STATE, WEIGHTS, old_checkpoint
+from relreason.plugins import Origin, require_plugins
 
 FORMAT = 1  # bump when the checkpoint layout changes incompatibly
 
@@ -66,7 +74,7 @@ def save_checkpoint(path: Path, model: torch.nn.Module, cfg: Config, spec_hash: 
     try:
         save_file(_state_for_safetensors(model.state_dict()), tmp / WEIGHTS)
         meta = {"format": FORMAT, "relreason": __version__, "spec_hash": spec_hash, "config": cfg.to_dict(),
-                **(extra or {})}
+                "plugins": plugin_record(cfg), **(extra or {})}
         (tmp / CHECKPOINT_CONFIG).write_text(json.dumps(meta, indent=2))
         if optimizer is not None:
             tensors, opt_meta = _flatten_optimizer(optimizer)
@@ -124,7 +132,36 @@ def read_checkpoint_meta(path: Path) -> dict:
 
 
 def load_config(path: Path) -> Config:
-    return config_from_dict(read_checkpoint_meta(path)["config"])
+    meta = read_checkpoint_meta(path)
+    require_plugins(meta.get("plugins", []), str(path), _origin_here)
+    return config_from_dict(meta["config"])
+
+
+def plugin_record(cfg: Config) -> list[dict]:
+    """The plugins that a run's model (and a TransNAR's NAR) and its tasks' algorithms come from:
+    [{"kind": "model" | "algorithm", "name", "distribution", "version"}], built-ins left out."""
+    from relreason.data.algorithms import ALGORITHMS
+    from relreason.models.catalog import model_origin
+    from relreason.tasks import task_entries
+
+    models = [cfg.model_name]
+    nar = getattr(cfg.model, "nar_config", None)
+    if nar is not None:
+        models.append(nar["config"]["model_name"])
+    algorithms = dict.fromkeys(t.algorithm for t in task_entries(cfg.task) if t.algorithm is not None)
+    named = [("model", m, model_origin(m)) for m in models] + [("algorithm", a, ALGORITHMS.origin(a))
+                                                                for a in algorithms]
+    return [{"kind": kind, "name": name, **origin.record()} for kind, name, origin in named if not origin.built_in]
+
+
+def _origin_here(kind: str, name: str) -> Origin | None:
+    """Where the model or algorithm `name` comes from in this installation; None when it is unknown."""
+    from relreason.data.algorithms import ALGORITHMS
+    from relreason.models.catalog import model_names, model_origin
+
+    if kind == "model":
+        return model_origin(name) if name in model_names() else None
+    return ALGORITHMS.origin(name) if name in ALGORITHMS else None
 
 
 def load_weights(path: Path, model: torch.nn.Module) -> None:

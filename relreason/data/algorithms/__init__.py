@@ -37,3 +37,4 @@ def _load_families() -> None:
 
 
 _load_families()
+ALGORITHMS.accept_plugins("relreason.algorithms")  # the built-ins are all in: installed plugins may add theirs

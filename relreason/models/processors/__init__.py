@@ -12,5 +12,6 @@ for _m in MODULES:
     except ModuleNotFoundError as _e:  # a processor module not written yet
         if _e.name != f"{__name__}.{_m}":
             raise
+PROCESSORS.accept_plugins("relreason.processors")  # the built-ins are all in: installed plugins may add theirs
 
 __all__ = ["PROCESSORS", "Processor", "State", "register_processor"]

@@ -22,11 +22,16 @@ returned node (and graph) state: `hidden` unless the processor works at its own 
 `carry_edge` says whether the edge state is fed back next step (RT, ET) or only read by the decoders
 of this step (Triplet-GMPNN's triplet messages).
 
-Processors register with their typed config dataclass, so recipes and `--set` are validated
-against it before anything is built:
+Each processor registers, beside its class, everything relreason knows about it
+(relreason.models.entry): its typed config dataclass, so recipes and `--set` are validated against it
+before anything is built, its paper and the recipe of that paper's protocol per task kind:
 
-    @register_processor("mpnn", MPNNConfig, "Message passing, max aggregation (Gilmer et al. 2017)")
+    @register_processor("mpnn", MPNNConfig, "Message passing over all node pairs, max aggregation",
+                        paper="Gilmer et al. 2017")
     class MPNN(Processor): ...
+
+Installed plugins add processors the same way (entry-point group `relreason.processors`, see
+relreason.plugins); PROCESSORS loads them when it is first read after the built-ins are registered.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from torch import nn
 
 from relreason.errors import RelreasonError
 from relreason.models.decoders import DecoderInputs
+from relreason.models.entry import ModelEntry
 from relreason.registry import Registry
 
 
@@ -86,11 +92,9 @@ class Processor(nn.Module, abc.ABC):
 
 
 @dataclass(frozen=True)
-class ProcessorEntry:
-    name: str
-    cls: type[Processor]
-    config: type  # a dataclass whose defaults are the paper's settings
-    description: str
+class ProcessorEntry(ModelEntry):
+    """A NAR model: a processor inside the encode-process-decode network."""
+
     # `model:` options this processor's paper sets differently from the CLRS defaults (e.g. the RT
     # decodes pointers from edges); applied before any recipe, so every recipe starts from them.
     model_defaults: Mapping[str, object] = field(default_factory=dict)
@@ -102,10 +106,21 @@ class ProcessorEntry:
 PROCESSORS: Registry[ProcessorEntry] = Registry("model", "relreason list models")
 
 
-def register_processor(name: str, config: type, description: str, model_defaults: Mapping[str, object] | None = None
+def register_processor(name: str, config: type, description: str, *, paper: str = "",
+                       recipes: Mapping[str, str] | None = None, model_defaults: Mapping[str, object] | None = None
                        ) -> Callable[[type[Processor]], type[Processor]]:
+    """A class decorator registering a processor and its facts (see relreason.models.entry.ModelEntry).
+
+    Args:
+        config: its config dataclass (the `processor:` section), defaults from its paper.
+        description: one line saying what it is; `paper` is its citation ("Gilmer et al. 2017").
+        recipes: task kind -> the recipe of its paper's protocol ({"clrs": "rt", "lobster": "lobster_rt"}).
+        model_defaults: `model:` options its paper sets unlike the CLRS defaults.
+    """
+
     def add(cls: type[Processor]) -> type[Processor]:
-        PROCESSORS.register(name, ProcessorEntry(name, cls, config, description, dict(model_defaults or {})))
+        PROCESSORS.register(name, ProcessorEntry(name, cls, config, description, paper, dict(recipes or {}),
+                                                 dict(model_defaults or {})))
         return cls
 
     return add

@@ -253,7 +253,8 @@ class DualAttentionBlock(nn.Module):
 
 
 @register_processor("dat", DATConfig,
-                    "Dual Attention Transformer: sensory + relational heads (Altabaa & Lafferty 2024)")
+                    "Dual Attention Transformer: sensory + relational heads", paper="Altabaa & Lafferty 2024",
+                    recipes={"clrs": "dat"})
 class DualAttentionTransformer(Processor):
     def __init__(self, cfg: DATConfig, hidden: int):
         super().__init__(cfg, hidden)

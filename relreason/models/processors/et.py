@@ -399,7 +399,8 @@ def haiku_init_(layer: nn.Linear, fan_in: int) -> None:
             layer.bias.zero_()
 
 
-@register_processor("et", ETConfig, "Edge Transformer: triangular attention over node pairs (Bergen et al. 2021)",
+@register_processor("et", ETConfig, "Edge Transformer: triangular attention over node pairs",
+                    paper="Bergen et al. 2021", recipes={"clrs": "et"},
                     model_defaults={"pointer_decoding": "edge"})  # pointers read the pair state e_ij, its own output
 class EdgeTransformer(Processor):
     def __init__(self, cfg: ETConfig, hidden: int):

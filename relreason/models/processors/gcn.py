@@ -25,7 +25,8 @@ class GCNConfig:
     use_ln: bool = True  # LayerNorm on the new hidden state, as every CLRS baseline (run.py --use_ln True)
 
 
-@register_processor("gcn", GCNConfig, "Graph convolutional network, symmetric-normalized adjacency (Kipf & Welling 2017)")
+@register_processor("gcn", GCNConfig, "Graph convolutional network, symmetric-normalized adjacency",
+                    paper="Kipf & Welling 2017", recipes={"lobster": "lobster_gcn"})
 class GCN(Processor):
     def __init__(self, cfg: GCNConfig, hidden: int):
         super().__init__(cfg, hidden)

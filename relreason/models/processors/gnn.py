@@ -148,7 +148,8 @@ class TripletMessages(nn.Module):
         return F.relu(self.out(tri))  # (B, N, N, H)
 
 
-@register_processor("deepsets", MPNNConfig, "Deep Sets: MPNN with self-loops only (Zaheer et al. 2017)")
+@register_processor("deepsets", MPNNConfig, "Deep Sets: MPNN with self-loops only", paper="Zaheer et al. 2017",
+                    recipes={"clrs": "deepsets"})
 class DeepSets(MPNN):
     """The reference's DeepSets: the MPNN with the adjacency replaced by the identity."""
 
@@ -160,14 +161,14 @@ class DeepSets(MPNN):
         return super().forward(node_in, edge_in, graph_in, state, eye, node_mask)
 
 
-@register_processor("pgn", MPNNConfig,
-                    "Pointer Graph Network: MPNN restricted to the adjacency (Veličković et al. 2020)")
+@register_processor("pgn", MPNNConfig, "Pointer Graph Network: MPNN restricted to the adjacency",
+                    paper="Veličković et al. 2020", recipes={"clrs": "pgn"})
 class PGN(MPNN):
     restrict_to_adj = True
 
 
-@register_processor("pgn_masked", MPNNConfig,
-                    "PGN whose decoders only point along the adjacency (Veličković et al. 2020)")
+@register_processor("pgn_masked", MPNNConfig, "PGN whose decoders only point along the adjacency",
+                    paper="Veličković et al. 2020")
 class PGNMasked(PGN):
     inf_bias = True  # node pointers outside the adjacency get the lowest logit (reference PGNMask)
     inf_bias_edge = True  # and so do edge pointers
@@ -190,7 +191,8 @@ class TripletGMPNNConfig(MPNNConfig):
                                  "stack steps with model.processor_steps instead")
 
 
-@register_processor("triplet_gmpnn", TripletGMPNNConfig, "Gated MPNN with triplet edge messages (Ibarz et al. 2022)")
+@register_processor("triplet_gmpnn", TripletGMPNNConfig, "Gated MPNN with triplet edge messages",
+                    paper="Ibarz et al. 2022", recipes={"clrs": "triplet_gmpnn"})
 class TripletGMPNN(MPNN):
     """The MPNN of `mpnn.py` plus the reference PGN's `use_triplets` and `gated` options:
 
@@ -330,11 +332,13 @@ class _GraphAttention(Processor):
         return self.norm(out)
 
 
-@register_processor("gat", GATConfig, "Graph attention network, adjacency-masked (Veličković et al. 2018)")
+@register_processor("gat", GATConfig, "Graph attention network, adjacency-masked", paper="Veličković et al. 2018",
+                    recipes={"clrs": "gat", "lobster": "lobster_gat"})
 class GAT(_GraphAttention):
     scores = GATScores
 
 
-@register_processor("gatv2", GATConfig, "Graph attention network v2, adjacency-masked (Brody et al. 2022)")
+@register_processor("gatv2", GATConfig, "Graph attention network v2, adjacency-masked", paper="Brody et al. 2022",
+                    recipes={"clrs": "gatv2"})
 class GATv2(_GraphAttention):
     scores = GATv2Scores

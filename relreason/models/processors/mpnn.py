@@ -43,7 +43,8 @@ class MPNNConfig:
             raise RelreasonError(f"processor.layers must be >= 1, got {self.layers}", "use 1 (the CLRS processors)")
 
 
-@register_processor("mpnn", MPNNConfig, "Message passing over all node pairs, max aggregation (Gilmer et al. 2017)")
+@register_processor("mpnn", MPNNConfig, "Message passing over all node pairs, max aggregation",
+                    paper="Gilmer et al. 2017")
 class MPNN(Processor):
     """See the module docstring. Subclasses set `restrict_to_adj` to aggregate over the adjacency only (PGN)."""
 

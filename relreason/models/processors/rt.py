@@ -181,7 +181,8 @@ class InputProjection(nn.Module):
         return edge_linear(x, w[:, :self.x_dim], self.proj.bias, add=rest)
 
 
-@register_processor("rt", RTConfig, "Relational Transformer: attention over nodes and edges (Diao & Loynd 2023)",
+@register_processor("rt", RTConfig, "Relational Transformer: attention over nodes and edges",
+                    paper="Diao & Loynd 2023", recipes={"clrs": "rt", "lobster": "lobster_rt"},
                     # authors' run.py: hidden_size = nb_heads x head_size, ptr_from_edges=True
                     model_defaults={"hidden": 192, "pointer_decoding": "edge"})
 class RelationalTransformer(Processor):

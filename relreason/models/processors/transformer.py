@@ -63,7 +63,8 @@ class TransformerLayer(nn.Module):
 
 
 @register_processor("transformer", TransformerConfig,
-                    "Transformer over nodes: RT without edge vectors (Diao & Loynd 2023 ablation)",
+                    "Transformer over nodes: RT without edge vectors, the RT paper's ablation",
+                    paper="Diao & Loynd 2023", recipes={"clrs": "transformer"},
                     model_defaults={"hidden": 192})  # as the RT: hidden_size = nb_heads x head_size
 class Transformer(Processor):
     factored_edges = True  # edge_in (width-0 columns) is never read: the net need not build the dense tensor

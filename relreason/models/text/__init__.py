@@ -5,8 +5,9 @@ positional encodings, and TransNAR (the same transformer cross-attending to a fr
     model = TextTransformer(TextTransformerConfig(**TEXT_SHAPES["text_cpu"]))
 
 Importing this package registers the two text models of `relreason list models` in `TEXT_MODELS`,
-with the config dataclass that is their `model:` section (`register_text_model`; the catalog,
-relreason.models.catalog, reads this registry beside the processors'):
+each with its facts (relreason.models.entry): the config dataclass that is its `model:` section, its
+paper and its paper recipe (`register_text_model`; the catalog, relreason.models.catalog, reads this
+registry beside the processors'):
 
 - `text_transformer` (`TextModelConfig`): the transformer's options plus the tokenizer record, so
   a checkpoint's config.json says which character ids its weights were trained on;
@@ -22,15 +23,18 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
+from relreason.data.algorithms import ALGORITHMS
 from relreason.errors import RelreasonError
+from relreason.models.entry import ModelEntry
 from relreason.models.processors import PROCESSORS
 from relreason.models.text.tokenizer import BOS, EOS, PAD, VOCAB_SIZE, CharTokenizer, TokenBatch
 from relreason.models.text.transformer import (TEXT_SHAPES, KVCache, PositionMode, TextTransformer,
                                                TextTransformerConfig, make_positions, random_positions,
                                                sequential_positions)
 from relreason.models.text.transnar import TransNAR, TransNARConfig
+from relreason.plugins import Origin, require_plugins
 from relreason.registry import Registry
 from relreason.rundir import Checkpoint, RunDir
 
@@ -41,23 +45,22 @@ __all__ = ["BOS", "EOS", "PAD", "TEXT_SHAPES", "VOCAB_SIZE", "CharTokenizer", "K
 
 
 @dataclass(frozen=True)
-class TextModelEntry:
-    name: str
-    cls: type  # an nn.Module built as cls(config, vocab_size)
-    config: type  # its config dataclass (the `model:` section), defaults sized for this CPU
-    description: str
+class TextModelEntry(ModelEntry):
+    """A text model: `cls` is an nn.Module built as cls(config, vocab_size); `config` is its `model:`
+    section, defaults sized for this CPU."""
 
 
-TEXT_MODELS: Registry[TextModelEntry] = Registry("text model", "relreason list models")
+# a name lives in one family: the text models share the processors' namespace (and, below, their plugins)
+TEXT_MODELS: Registry[TextModelEntry] = Registry("text model", "relreason list models", namespace=PROCESSORS)
 
 
-def register_text_model(name: str, config: type, description: str) -> Callable[[type], type]:
-    """A class decorator adding a text model; a name lives in one family, so no processor may bear it."""
+def register_text_model(name: str, config: type, description: str, *, paper: str = "",
+                        recipes: Mapping[str, str] | None = None) -> Callable[[type], type]:
+    """A class decorator adding a text model and its facts (relreason.models.entry.ModelEntry); no
+    processor may bear its name."""
 
     def add(cls: type) -> type:
-        if name in PROCESSORS:
-            raise ValueError(f"model {name!r} is already a NAR processor")
-        TEXT_MODELS.register(name, TextModelEntry(name, cls, config, description))
+        TEXT_MODELS.register(name, TextModelEntry(name, cls, config, description, paper, dict(recipes or {})))
         return cls
 
     return add
@@ -147,12 +150,21 @@ def read_nar_record(target: str) -> dict:
     if config.get("processor") is None:
         raise RelreasonError(f"model.nar={target!r} is a {model} run, not a NAR",
                              "give a run of a NAR model (e.g. triplet_gmpnn) on the same algorithms")
+    require_plugins(meta.get("plugins", []), f"model.nar={target!r}", _nar_origin)
     return {"run": target, "checkpoint": str(checkpoint), "config": config}
+
+
+def _nar_origin(kind: str, name: str) -> Origin | None:
+    """Where a NAR checkpoint's processor or algorithm `name` comes from here; None when unknown."""
+    registry = PROCESSORS if kind == "model" else ALGORITHMS
+    return registry.origin(name) if name in registry else None
 
 
 register_text_model("text_transformer", TextModelConfig,
                     "Decoder-only character transformer with randomized positions (Ruoss et al. 2023), "
-                    "TransNAR's text baseline")(TextTransformer)
+                    "TransNAR's text baseline", paper="Bounsi et al. 2024",
+                    recipes={"text": "text_transformer"})(TextTransformer)
 register_text_model("transnar", TransNARModelConfig,
-                    "Text transformer with gated cross-attention to a frozen NAR after each layer (Bounsi et al. "
-                    "2024, Eq. 3); --set model.nar=runs/NAME")(TransNAR)
+                    "Text transformer with gated cross-attention (Eq. 3) to a frozen NAR after each layer; "
+                    "--set model.nar=runs/NAME", paper="Bounsi et al. 2024", recipes={"text": "transnar"})(TransNAR)
+TEXT_MODELS.accept_plugins("relreason.processors")  # the built-ins are all in: a processor plugin may add text models
