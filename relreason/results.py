@@ -6,7 +6,7 @@
 resolved config, command, hardware, wall time) to `results/cells/<model>/<setting>/<task>/seed<k>.json`,
 the files the repository commits, and records how far every unfinished cell got under
 `results/progress/` (same layout). `write_report` reads only those files: for every published table
-(relreason.tables) that has results, the table as `relreason reproduce` prints it (ours as mean ±
+(relreason.studies.tables) that has results, the table as `relreason reproduce` prints it (ours as mean ±
 sample std with seed counts, the published figure, the difference, whether the published mean lies in
 our 95% interval, cells that are not the paper's protocol marked so), then each cell's command,
 hardware and wall time, and the cells still in progress with how far they got.
@@ -21,7 +21,9 @@ from relreason.config import build_config
 from relreason.errors import RelreasonError
 from relreason.rundir import (CELL_RUN, RunDir, RunResults, read_object, read_run_record, read_trainer_state,
                               seed_of_dir)
-from relreason.study import Study, result_identity, study_table
+from relreason.studies.cells import result_identity
+from relreason.studies.report import study_table
+from relreason.studies.variants import Study
 
 CELLS, PROGRESS = "cells", "progress"
 
@@ -95,18 +97,18 @@ def _protocol_identity(study: Study, variant, task: str, seed: int) -> dict:
 
 def _protocols(model: str, task: str) -> set[str]:
     """The recipe labels that some table's column takes as its protocol for (model, task)."""
-    from relreason.tables import TABLES
+    from relreason.studies.tables import TABLES
 
     return {build_config(v.model, task, v.recipe).recipe for _, t in TABLES.items() for v in t.variants
             if v.model == model}
 
 
 def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | None:
-    """The study's result (as relreason.study.run_study returns it) from collected result files:
+    """The study's result (as relreason.studies.sweep.run_study returns it) from collected result files:
     the cells of its columns (model and delta) on its tasks, under the column's protocol recipe or a
     recipe that is no table's protocol (e.g. `quick`: kept, marked not comparable); the cells of
     another table's protocol (clrs30's MPNN in rt-table19) stay in that table. None when it has none."""
-    from relreason.study import delta_slug
+    from relreason.studies.cells import delta_slug
     from relreason.tasks import expand_tasks
 
     tasks = expand_tasks(study.tasks)
@@ -157,7 +159,7 @@ def write_report(results: Path, markdown: Path) -> int:
     """Writes RESULTS.md from the result files under `results`; returns how many tables it shows."""
     from relreason.data.store import atomic_path
     from relreason.eval.report import render
-    from relreason.tables import TABLES
+    from relreason.studies.tables import TABLES
 
     files, progress = cell_files(results), progress_files(results)
     lines = ["# Results", "",

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_quick  # noqa: E402  (a sibling script: its measuring and extrapolation)
 
 from relreason.runtime import hardware, keep_freed_memory  # noqa: E402
-from relreason.tables import TABLES  # noqa: E402
+from relreason.studies.tables import TABLES  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,4 +1,4 @@
-"""The ablation paths that guard hours of cells (relreason.ablations over relreason.study, and
+"""The ablation paths that guard hours of cells (relreason.studies.sweep.run_ablation, and
 `relreason ablate` through its real entry point): a partial cell is resumed, not restarted or
 refused; a worker's exception under `--jobs` is re-raised, not swallowed into "missing" cells;
 Ctrl-C under `--jobs` stops every running cell at a checkpoint and exits 130, and the same command
@@ -15,8 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from relreason.ablations import aggregate, plan_cells, run_ablation
-from relreason.study import cell_state, mean_std, study_table
+from relreason.eval.stats import Summary
+from relreason.studies.ablations import ABLATIONS
+from relreason.studies.cells import cell_state, plan_cells
+from relreason.studies.report import study_table
+from relreason.studies.sweep import run_ablation
 from relreason.train.workloads import NarWorkload
 
 sys.path.insert(0, str(Path(__file__).parent / "cli"))  # the CLI tests' runner (tests/cli/cli_run.py)
@@ -48,14 +51,14 @@ def test_a_partial_cell_is_resumed(tmp_path, monkeypatch):
 
     monkeypatch.setattr(NarWorkload, "loss", loss)
     with pytest.raises(KeyboardInterrupt):
-        run_ablation(ABLATION, ["bfs"], 1, None, tmp_path / "abl", tiny(tmp_path), show_progress=False,
+        run_ablation(ABLATION, "bfs", 1, None, tmp_path / "abl", tiny(tmp_path), show_progress=False,
                      log=lambda m: None)
     monkeypatch.undo()
-    first, second = plan_cells(ABLATION, ["bfs"], 1, None, tmp_path / "abl", tiny(tmp_path))
+    first, second = plan_cells(ABLATIONS.get(ABLATION), ["bfs"], 1, None, tmp_path / "abl", tiny(tmp_path))
     assert (cell_state(first), cell_state(second)) == ("partial", "new")
     logged: list[str] = []
-    result = run_ablation(ABLATION, ["bfs"], 1, None, tmp_path / "abl", tiny(tmp_path), show_progress=False,
-                          log=logged.append)
+    result = run_ablation(ABLATION, "bfs", 1, None, tmp_path / "abl", tiny(tmp_path), show_progress=False,
+                          log=logged.append).result
     assert any(m.endswith("(resuming)") and first.variant.label in m for m in logged), logged
     assert not result["missing"] and [c["examples"] for c in result["cells"]] == [BUDGET, BUDGET]
     events = [json.loads(x) for x in (first.run_dir / "metrics.jsonl").read_text().splitlines()]
@@ -88,7 +91,7 @@ def test_ctrl_c_under_jobs_stops_every_cell_at_a_checkpoint_and_the_command_cont
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, stderr
     assert "Interrupted." in stderr and "Traceback" not in stderr and stdout == ""
-    cells = plan_cells(ABLATION, ["bfs"], 1, None, tmp_path / "abl", tiny(tmp_path))
+    cells = plan_cells(ABLATIONS.get(ABLATION), ["bfs"], 1, None, tmp_path / "abl", tiny(tmp_path))
     states = [cell_state(c) for c in cells]
     assert "partial" in states, states  # the held cell stopped at a checkpoint (the other may have finished)
     assert not (tmp_path / "abl" / ABLATION / "results.md").exists()
@@ -116,9 +119,9 @@ def lobster_result() -> dict:
 def test_a_lower_is_better_study_is_aggregated_in_its_own_unit_not_in_percent():
     result = lobster_result()
     rows, columns = study_table(result)
-    assert rows == aggregate(result)[0]  # `ablate` prints the study's table
     by = {(r["task"], r["model"]): r for r in rows}
-    mean, std = mean_std([0.12, 0.10])
+    ours = Summary.of([0.12, 0.10])
+    mean, std = ours.mean, ours.std
     assert by["lobster", "rt"]["ours"] == f"{mean:.2f} ± {std:.2f}" == "0.11 ± 0.01"  # not 11.00 ± 1.41
     assert by["lobster", "rt"]["diff"] == f"{mean - 0.115:+.2f}"  # against the paper's figure, same unit
     assert by["lobster", "rt"]["paper in our 95% CI"] == "yes"
@@ -131,7 +134,7 @@ def test_a_lower_is_better_study_is_aggregated_in_its_own_unit_not_in_percent():
 
 
 def test_a_study_of_lobster_tasks_is_lower_is_better():
-    from relreason.study import _lower_is_better
+    from relreason.studies.sweep import _lower_is_better
 
     assert _lower_is_better(["lobster"]) and _lower_is_better(["lobster_weighted"])
     assert not _lower_is_better(["bfs"])

@@ -8,10 +8,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from relreason.ablations import ABLATIONS, aggregate, plan_cells, run_ablation
 from relreason.cli.main import app
 from relreason.config import to_plain
 from relreason.errors import RelreasonError
+from relreason.studies.ablations import ABLATIONS
+from relreason.studies.cells import plan_cells
+from relreason.studies.report import size_breakdown, study_table
+from relreason.studies.sweep import run_ablation
 
 runner = CliRunner()
 
@@ -28,13 +31,16 @@ def _family(name: str) -> str:
     return find_model(ABLATIONS.get(name).variants[0].model)[0].value
 
 
-@pytest.mark.parametrize("name", [n for n in ABLATIONS.names() if _family(n) == "nar"])  # text: tests/train/test_text.py
+@pytest.mark.parametrize("name", [n for n in ABLATIONS.names() if _family(n) == "nar"])  # text: tests/train/test_text_workload.py
 def test_every_ablation_runs_one_step_per_variant(tmp_path, name):
-    result = run_ablation(name, ["bellman_ford"], 1, None, tmp_path / "abl", tiny(tmp_path), show_progress=False,
-                          log=lambda m: None)
+    sweep = run_ablation(name, "bellman_ford", 1, None, tmp_path / "abl", tiny(tmp_path), show_progress=False,
+                         log=lambda m: None)
+    result = sweep.result
     abl = ABLATIONS.get(name)
     assert [c["variant"] for c in result["cells"]] == [v.label for v in abl.variants]
-    rows, columns = aggregate(result)
+    written = json.loads((sweep.tables / "results.json").read_text())
+    assert sweep.stem == "results" and written["cells"] == result["cells"]  # every cell finished: tables written
+    rows, columns = study_table(result)
     ours = {r["model"]: r["ours"] for r in rows if r["task"] == "bellman_ford"}
     assert list(ours) == [v.label for v in abl.variants] and "-" not in ours.values()
     assert_each_variant_ran_its_delta(abl.variants, result["cells"])
@@ -59,21 +65,22 @@ def assert_each_variant_ran_its_delta(variants, cells) -> None:
 
 
 def test_each_variant_uses_its_models_paper_recipe(tmp_path):
-    cells = plan_cells("no-edges", ["bellman_ford"], 1, None, tmp_path, [])
+    cells = plan_cells(ABLATIONS.get("no-edges"), ["bellman_ford"], 1, None, tmp_path, [])
     assert [c.config.recipe for c in cells] == ["rt", "transformer"]
     assert cells[0].config.train.batch_size == 4 and cells[0].config.sources["train.batch_size"].startswith("recipe rt")
-    dat = plan_cells("dat-sensory-only", ["bellman_ford"], 1, None, tmp_path, [])
+    dat = plan_cells(ABLATIONS.get("dat-sensory-only"), ["bellman_ford"], 1, None, tmp_path, [])
     heads = [(c.config.processor.n_heads_sa, c.config.processor.n_heads_ra) for c in dat]
     assert heads == [(4, 4), (8, 0)]  # the paper's single-kind baseline keeps the 8 heads
-    rel = plan_cells("dat-relational-only", ["bellman_ford"], 1, None, tmp_path, [])
+    rel = plan_cells(ABLATIONS.get("dat-relational-only"), ["bellman_ford"], 1, None, tmp_path, [])
     assert [(c.config.processor.n_heads_sa, c.config.processor.n_heads_ra) for c in rel] == [(4, 4), (0, 8)]
 
 
 def test_set_cannot_override_what_the_ablation_varies(tmp_path):
+    study = ABLATIONS.get("no-edge-updates")
     with pytest.raises(RelreasonError, match="processor.edge_updates"):
-        plan_cells("no-edge-updates", ["bellman_ford"], 1, None, tmp_path, ["processor.edge_updates=true"])
+        plan_cells(study, ["bellman_ford"], 1, None, tmp_path, ["processor.edge_updates=true"])
     with pytest.raises(RelreasonError, match="train.seed"):
-        plan_cells("no-edge-updates", ["bellman_ford"], 1, None, tmp_path, ["train.seed=3"])
+        plan_cells(study, ["bellman_ford"], 1, None, tmp_path, ["train.seed=3"])
 
 
 def test_cli_twice_reads_every_cell_back_and_never_mixes_budgets(tmp_path):
@@ -113,7 +120,7 @@ def test_table_shows_ours_beside_the_papers_figures_with_sample_std_and_the_inte
                           {"variant": "rt without edge updates", "task": "bellman_ford", "mean": 91.03, "std": 2.3,
                            "seeds": 20}],
               "averages": [{"variant": "rt", "mean": 81.30, "std": None, "seeds": 20}]}
-    rows, columns = aggregate(result)
+    rows, columns = study_table(result)
     assert columns == ["task", "model", "ours", "seeds", "paper", "diff", "paper in our 95% CI"]
     rt = rows[0]  # 93.00 ± 4.24 (ddof 1: sqrt(18)); t(0.975, 1) = 12.706 -> 93 ± 38.1 holds 94.24
     assert rt == {"task": "bellman_ford", "model": "rt", "ours": "93.00 ± 4.24", "seeds": "2 of 20",
@@ -131,7 +138,7 @@ def test_a_cell_that_is_not_the_protocol_is_printed_but_never_compared():
               "cells": [{"task": "bellman_ford", "variant": "rt", "score": 0.5, "comparable": False,
                          "why_not": "recipe quick, not the protocol's rt"}],
               "figures": [{"variant": "rt", "task": "bellman_ford", "mean": 94.24, "std": 1.5, "seeds": 20}]}
-    (row,) = aggregate(result)[0]
+    (row,) = study_table(result)[0]
     assert row["ours"] == "50.00" and row["diff"] == "-" and row["paper"] == "94.24 ± 1.50 (20 seeds)"
     assert row["paper in our 95% CI"] == "not comparable: recipe quick, not the protocol's rt"
 
@@ -180,12 +187,14 @@ def test_shards_share_one_sweep_and_the_last_one_writes_the_tables(tmp_path):
 def test_a_cell_another_process_trains_is_skipped_not_waited_for(tmp_path):
     from relreason.runtime import RunLock
 
-    cells = plan_cells("et-untied", ["bellman_ford"], 2, None, tmp_path / "abl", tiny(tmp_path))
+    cells = plan_cells(ABLATIONS.get("et-untied"), ["bellman_ford"], 2, None, tmp_path / "abl", tiny(tmp_path))
     with RunLock(cells[1].run_dir):  # as if another worker or machine were training it
-        result = run_ablation("et-untied", ["bellman_ford"], 2, None, tmp_path / "abl", tiny(tmp_path),
-                              show_progress=False, log=lambda m: None)
+        sweep = run_ablation("et-untied", "bellman_ford", 2, None, tmp_path / "abl", tiny(tmp_path),
+                             show_progress=False, log=lambda m: None)
+    result = sweep.result
     assert result["missing"] == ["et tied / bellman_ford / seed 1"] and len(result["cells"]) == 3
-    rows, _ = aggregate(result)  # a partial table marks what it lacks
+    assert sweep.stem is None and not list(sweep.tables.glob("results*"))  # no tables while a cell is missing
+    rows, _ = study_table(result)  # a partial table marks what it lacks
     assert (rows[0]["model"], rows[0]["seeds"]) == ("et tied", "1 of 2") and "±" not in rows[0]["ours"]
     assert (rows[1]["model"], rows[1]["seeds"]) == ("et untied", "2") and rows[1]["ours"].count("±") == 1
 
@@ -198,8 +207,6 @@ def test_bad_shards_are_refused(tmp_path, shard, message):
 
 
 def test_text_cells_get_a_shape_parse_clrs_table_per_size():
-    from relreason.ablations import size_breakdown
-
     def cell(variant, seed, clrs):
         per = {f"sort@{n}": {"algorithm": "sort", "size": n, "outputs": {"shape": 1.0, "parse": 0.5, "clrs": clrs * n}}
                for n in (10, 12)}

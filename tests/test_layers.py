@@ -14,8 +14,8 @@ The layers, lowest first, and why each stands where it does:
 - eval: metrics and scores over model outputs, statistics, run records and their comparison;
 - tasks: a task binds a dataset (data) to its metric (eval) and its config defaults;
 - config: a run's typed configuration, resolved from the model catalog (models) and the task (tasks);
-- train: the loop, workloads, checkpoints, and what runs many trainings (study, ablations, the
-  papers' tables, result files);
+- train: the loop, workloads, checkpoints, and what runs many trainings (relreason.studies: the
+  ablations and the papers' tables; result files);
 - cli: the thin Typer commands over all of it (and `python -m relreason`).
 
 An import counts wherever it is written: at module level, inside a function (a lazy import dodges
@@ -50,9 +50,7 @@ PLACES = {
     "relreason.tasks": "tasks",
     "relreason.config": "config",
     "relreason.train": "train",
-    "relreason.study": "train",
-    "relreason.ablations": "train",
-    "relreason.tables": "train",
+    "relreason.studies": "train",
     "relreason.results": "train",
     "relreason.cli": "cli",
     "relreason.__main__": "cli",

@@ -101,7 +101,7 @@ def uninstall_for_commands(site: Path, monkeypatch) -> None:
 
 
 def test_every_plugin_group_feeds_a_registry():
-    from relreason.ablations import ABLATIONS
+    from relreason.studies.ablations import ABLATIONS
     from relreason.config import RECIPES
     from relreason.data.algorithms import ALGORITHMS
     from relreason.models.processors import PROCESSORS

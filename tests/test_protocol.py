@@ -14,8 +14,8 @@ from relreason.config import build_config
 from relreason.eval.runs import discover_runs, group_runs
 from relreason.protocol import INCIDENTAL_KEYS, NOT_PROTOCOL_KEYS, SEED_KEY, run_identity, setting_identity
 from relreason.rundir import RunDir, RunRecord
-from relreason.study import cell_state, plan_cells, result_identity
-from relreason.tables import TABLES
+from relreason.studies.cells import cell_state, plan_cells, result_identity
+from relreason.studies.tables import TABLES
 
 # a value each incidental key may take instead of the ET's own (none changes what the run computes)
 OTHER = {"train.device": "cuda", "train.threads": 7, "train.eval_batch_size": 3, "data.data_dir": "/elsewhere",

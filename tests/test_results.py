@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 from relreason.cli.main import app
 from relreason.results import collect_results, write_report
-from relreason.study import plan_cells
-from relreason.tables import TABLES
+from relreason.studies.cells import plan_cells
+from relreason.studies.tables import TABLES
 
 
 def _finish(cell, score: float, seconds: float = 3600.0, threads: int = 1) -> None:

@@ -1,4 +1,4 @@
-"""Published tables as data (relreason.tables): the figures are consistent with the papers' own
+"""Published tables as data (relreason.studies.tables): the figures are consistent with the papers' own
 averages, every name they use is registered, and cells are marked comparable only at the protocol."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from fake_runs import results_json
 
-from relreason.ablations import ABLATIONS
 from relreason.models.catalog import find_model
-from relreason.study import cell_state, plan_cells
-from relreason.tables import TABLES
+from relreason.studies.ablations import ABLATIONS
+from relreason.studies.cells import cell_state, plan_cells
+from relreason.studies.tables import TABLES
 from relreason.tasks import TASKS, expand_tasks
 
 

@@ -120,7 +120,7 @@ def _recipes() -> Rows:
 
 
 def _ablations() -> Rows:
-    from relreason.ablations import ABLATIONS
+    from relreason.studies.ablations import ABLATIONS
 
     return [{"name": name, "variants": [{"label": v.label, "model": v.model, "sets": _flat(v.delta)}
                                         for v in abl.variants],

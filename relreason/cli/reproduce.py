@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.markup import escape
 
-from relreason.cli.ablate import JobsOpt, RerunStaleOpt, ShardOpt, parse_shard, report_study
+from relreason.cli.ablate import JobsOpt, RerunStaleOpt, ShardOpt, print_sweep
 from relreason.cli.common import JsonOpt, err, out, report_errors
 from relreason.cli.train import RecipeOpt, SetOpt
 from relreason.errors import RelreasonError
@@ -50,60 +49,23 @@ def reproduce_cmd(
       relreason reproduce clrs30 --models mpnn --tasks bellman_ford --seeds 3 --jobs 2\n
       relreason reproduce ibarz2022 --tasks core8 --seeds 3 --shard $SLURM_ARRAY_TASK_ID/8
     """
-    from relreason.study import run_study
-    from relreason.tables import TABLES
-    from relreason.tasks import expand_tasks
+    from relreason.studies.sweep import run_table, table_costs
 
     if list_tables:
         if table is not None:
             raise RelreasonError("--list takes no table name", "relreason reproduce --list")
-        _list(costs, as_json)
+        rows, machines = table_costs(costs)
+        _print_list(rows, machines, as_json)
         return
     if table is None:
         raise RelreasonError("which table?", "give a table name (relreason reproduce --list shows them)")
-    study = TABLES.get(table)
-    if int(os.environ.get("WORLD_SIZE") or 1) > 1:
-        raise RelreasonError("reproduce starts its own processes; it does not run under torchrun",
-                             "run it directly, with --jobs N (one machine) or --shard I/K (several)")
-    model_list = [m.strip() for m in models.split(",") if m.strip()] if models is not None else None
-    if model_list is not None and not model_list:
-        raise RelreasonError(f"--models {models!r} names no model", "e.g. --models rt,mpnn")
-    task_list = expand_tasks(tasks if tasks is not None else study.tasks)
-    result = run_study(study, task_list, seeds, recipe, out_dir, sets, rerun_stale=rerun_stale,
-                       log=lambda m: err.print(escape(m), highlight=False), jobs=jobs,
-                       shard=parse_shard(shard) if shard is not None else None, models=model_list,
-                       train=not no_train)
-    report_study(result, Path(out_dir) / "tables" / table, study.description, as_json)
+    sweep = run_table(table, tasks, seeds, recipe, out_dir, sets, models=models, train=not no_train,
+                      rerun_stale=rerun_stale, log=lambda m: err.print(escape(m), highlight=False), jobs=jobs,
+                      shard=shard)
+    print_sweep(sweep, as_json)
 
 
-def _list(costs: Path, as_json: bool) -> None:
-    from relreason.tables import TABLES
-    from relreason.tasks import expand_tasks
-
-    measured = {}
-    if costs.is_file():
-        try:
-            measured = json.loads(costs.read_text())
-        except (OSError, ValueError):
-            raise RelreasonError(f"{costs} is not a readable costs file",
-                                 "measure again: python scripts/bench_reproduce.py") from None
-    rows, machines = [], set()
-    for name, study in TABLES.items():
-        tasks = expand_tasks(study.tasks)
-        seeds = sorted({p.seeds for p in [*study.figures.values(), *study.averages.values()] if p.seeds})
-        entry = measured.get(name) or {}
-        cells = entry.get("cells") or {}
-        cost = "not measured (scripts/bench_reproduce.py)"
-        if cells:
-            lo = min(cells.items(), key=lambda kv: kv[1]["seconds"])
-            hi = max(cells.items(), key=lambda kv: kv[1]["seconds"])
-            cost = f"{_hours(lo[1]['seconds'])} ({lo[0]})" + ("" if lo[0] == hi[0] else
-                                                              f" to {_hours(hi[1]['seconds'])} ({hi[0]})")
-            machines.add(f"{entry.get('hardware', '?')}, {entry.get('date', '?')}: {entry.get('command', '?')}")
-        rows.append({"table": name, "what": study.description, "columns": len(study.variants), "tasks": len(tasks),
-                     "cells per seed": len(study.variants) * len(tasks),
-                     "paper seeds": ", ".join(map(str, seeds)) or "-", "one cell (measured)": cost,
-                     "measured": cells})
+def _print_list(rows: list[dict], machines: list[str], as_json: bool) -> None:
     if as_json:
         out.print_json(json.dumps({"tables": rows}))
         return
@@ -117,12 +79,8 @@ def _list(costs: Path, as_json: bool) -> None:
     for r in rows:
         t.add_row(r["table"], r["what"], str(r["cells per seed"]), r["paper seeds"], r["one cell (measured)"])
     out.print(t, highlight=False, markup=False)
-    for line in sorted(machines):
+    for line in machines:
         err.print(f"costs measured on {line}", highlight=False, markup=False)
-
-
-def _hours(seconds: float) -> str:
-    return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
 
 
 @report_errors

@@ -55,7 +55,7 @@ def owner_tag() -> str:
     return f"{os.getpid()}@{_host()}"
 
 
-# `.spill-<pid>@<host>-<random>` directories and `.<name>.<pid>@<host>.<random>[suffix].tmp` files
+# `.spill-<pid>@<host>-<random>` directories and `.<name>.<pid>@<host>.<random>.tmp` files
 _TEMPORARY = re.compile(r"^\.(?:spill-|.+\.)(\d+)@([A-Za-z0-9_-]+)[.-][^/]*$")
 
 
@@ -93,13 +93,13 @@ def remove_stale_temporaries(directory: Path) -> list[Path]:
 
 
 @contextmanager
-def atomic_path(path: Path, suffix: str = "") -> Iterator[Path]:
+def atomic_path(path: Path) -> Iterator[Path]:
     """Yields a temporary path beside `path`; renames it onto `path` only if the block succeeds.
 
     The file gets the permissions of a normally created file (0666 minus the umask)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{owner_tag()}.", suffix=suffix + ".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{owner_tag()}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:

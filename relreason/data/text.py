@@ -17,7 +17,6 @@ same truncated inputs), which TransNAR reads beside the text:
         ex.question, ex.answer, ex.trajectory
     batch = text_batch("bellman_ford", length=8, seed=0, num=64)   # questions, answers, one Dataset
     scores = score_answer(model_text, ex.answer)                     # shape, parse, CLRS (TransNAR)
-    split = cached_text_split("insertion_sort", "train", "paper", hints=False, data_dir="data")
 
 Rendering rules (the reference's, per location and type): `pos` is dropped, and `adj` when `A` is
 present; inputs print as `name: value` joined by ", " in spec order; node values as `[a b c]`, edge
@@ -35,8 +34,8 @@ Splits: named presets (`TEXT_PRESETS`: the TransNAR paper's and the reference ge
 pieces (length, seed, num, skip) of such streams; `write_text_split` writes a split as JSONL lines
 {"id", "question", "answer", "algorithm", "length"} to `DIR/text/ALG/<preset>_<split>[_hints].jsonl` (custom
 splits: `custom_n<sizes>_s<seed>_k<num>[_hints].jsonl`), with what it was made from in the `.meta.json`
-beside it; `cached_text_split` is what training calls, and `split_batches` gives the same examples with
-their graph form. An example's id names its place in its stream, whatever split holds it (`ExampleId`:
+beside it (`load_text_split` reads it back), and `split_batches` gives the same examples with their
+graph form. An example's id names its place in its stream, whatever split holds it (`ExampleId`:
 "insertion_sort/n12/s3/i17", "/hints" added for the hint text), so an answer given by id can be scored
 without the file it came from (`relreason score`, relreason.eval.text_score).
 """
@@ -811,22 +810,3 @@ def load_text_split(path) -> TextSplit:
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
     name = algorithms.pop() if algorithms else meta.get("algorithm", "")
     return TextSplit(name, questions, answers, np.array(lengths, dtype=np.int64), meta)
-
-
-def cached_text_split(algorithm: str, split: str, preset: str = DEFAULT_PRESET, hints: bool = False,
-                      data_dir="data") -> TextSplit:
-    """A preset split from the on-disk cache, generated first when missing or made differently."""
-    request = resolve_text_split(algorithm, split=split, preset=preset, hints=hints)
-    path = text_path(data_dir, algorithm, request.name, hints)
-    want = request.meta()
-    meta_path = _meta_path(path)
-    fresh = False
-    if path.is_file() and meta_path.is_file():
-        try:
-            have = json.loads(meta_path.read_text())
-            fresh = all(have.get(k) == want[k] for k in ("pieces", "hints", "decimals", "format"))
-        except json.JSONDecodeError:
-            fresh = False
-    if not fresh:
-        write_text_split(request, data_dir, force=True)
-    return load_text_split(path)

@@ -34,15 +34,6 @@ from relreason.models.batch import Batch, permutation_mask_of
 from relreason.models.decoders import fuse_permutation
 from relreason.models.losses import element_mask
 
-_COUNTS = {  # the sufficient statistics kept per type
-    Type.POINTER: ("correct", "total"),
-    Type.MASK_ONE: ("correct", "total"),
-    Type.CATEGORICAL: ("correct", "total"),
-    Type.MASK: ("tp", "fp", "fn"),
-    Type.SCALAR: ("sse", "count"),
-}
-
-
 @dataclass
 class Scores:
     """Per-feature scores of a split; `score` is the benchmark number (mean over outputs)."""

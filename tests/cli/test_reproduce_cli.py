@@ -8,8 +8,8 @@ from fake_runs import results_json
 from typer.testing import CliRunner
 
 from relreason.cli.main import app
-from relreason.study import plan_cells
-from relreason.tables import TABLES
+from relreason.studies.cells import plan_cells
+from relreason.studies.tables import TABLES
 
 runner = CliRunner()
 WIDE = {"COLUMNS": "400"}  # rich wraps tables to the terminal: keep each row on one line

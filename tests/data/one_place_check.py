@@ -19,7 +19,8 @@ from pathlib import Path
 import torch
 from typer.testing import CliRunner
 
-from relreason.ablations import plan_cells
+from relreason.studies.ablations import ABLATIONS
+from relreason.studies.cells import plan_cells
 from relreason.cli.main import app
 from relreason.config import build_config
 from relreason.data import ALGORITHM_INFO, ALGORITHMS, SPECS, generate
@@ -82,7 +83,7 @@ def trained():
 @check
 def grouped():
     groups = task_groups()
-    cells = plan_cells("single-layer", expand_tasks(extra_algorithm.FAMILY), 1, out=OUT / "ablations")
+    cells = plan_cells(ABLATIONS.get("single-layer"), expand_tasks(extra_algorithm.FAMILY), 1, out=OUT / "ablations")
     return {"groups": {g: groups.get(g) for g in (extra_algorithm.FAMILY, extra_algorithm.GROUP, "clrs30",
                                                     "text:" + extra_algorithm.FAMILY)},
             "tasks": [t for t in TASKS.names() if NAME in t],

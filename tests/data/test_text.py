@@ -21,7 +21,7 @@ from relreason.data import ALGORITHMS, run_algorithm
 from relreason.data.algorithms.geometry import _truncated_disk_points, sample_disk_points
 from relreason.data.text import (ANSWER_CHARS, REFERENCE_TRAIN_LENGTHS, REFERENCE_VAL_STOP, TEXT_PRESETS,
                                  ParsedAnswer, TextParseError, TextPiece, answer_arrays,
-                                 cached_text_split, draw_sample, load_text_split, parse_answer, parse_sizes, render,
+                                 draw_sample, load_text_split, parse_answer, parse_sizes, render,
                                  resolve_text_split, score_answer, text_batch, text_batches, text_examples,
                                  text_path, text_split, truncate, write_text_split)
 from relreason.errors import RelreasonError
@@ -251,23 +251,10 @@ def test_write_and_load_a_split(tmp_path):
 
 
 def _small_presets(monkeypatch):
-    """Makes every preset split two tiny pieces, so that CLI and cache tests stay fast."""
+    """Makes every preset split two tiny pieces, so that the CLI tests stay fast."""
     import relreason.data.text as text
 
     monkeypatch.setattr(text, "text_split", lambda preset, split, alg: (TextPiece(4, 0, 3), TextPiece(5, 1, 2)))
-
-
-def test_cached_split_regenerates_when_stale(tmp_path, monkeypatch):
-    _small_presets(monkeypatch)
-    first = cached_text_split("quicksort", "train", "paper", hints=False, data_dir=tmp_path)
-    assert len(first) == 5
-    meta = tmp_path / "text" / "quicksort" / "paper_train.meta.json"
-    stale = json.loads(meta.read_text())
-    stale["pieces"][0][2] = 99
-    meta.write_text(json.dumps(stale))
-    (tmp_path / "text" / "quicksort" / "paper_train.jsonl").write_text("")
-    again = cached_text_split("quicksort", "train", "paper", hints=False, data_dir=tmp_path)
-    assert again.questions == first.questions
 
 
 runner = CliRunner()

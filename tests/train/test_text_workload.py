@@ -11,12 +11,12 @@ import torch
 from safetensors.torch import load_file
 from typer.testing import CliRunner
 
-from relreason.ablations import ABLATIONS
 from relreason.cli.main import app
 from relreason.config import build_config
 from relreason.data.algorithms import ALGORITHM_INFO
 from relreason.data.text import TEXT_PRESETS, text_batch
 from relreason.errors import RelreasonError
+from relreason.studies.ablations import ABLATIONS
 from relreason.tasks import text_pieces
 from relreason.train import run
 from resume_check import assert_resume_is_exact

@@ -1,0 +1,19 @@
+"""Studies: published tables and ablations as grids of cells (column x task x seed), one machinery.
+
+A study is a set of columns (`Variant`: a model, the recipe that is its protocol, and a config
+delta), the tasks it runs on and, where a paper printed them, the published figures per column and
+task. `relreason ablate NAME` and `relreason reproduce TABLE` both run one through `run_study`, and
+print and write its table the same way. The modules, by concern:
+
+- `variants`: what a study declares (Variant, Published, Study);
+- `cells`: its cells planned (every resolved config before anything trains), their state on disk
+  (done, partial, stale, new) and the finished ones read back into one result format;
+- `training`: the cells trained here or in `--jobs` worker processes, each claimed with its run lock;
+- `sweep`: `run_study` (plan, shard, refuse stale cells, train, collect) and the two commands' core
+  functions, `run_ablation` and `run_table`, which also write the tables;
+- `report`: the one table of a study's result (ours beside the published figures), the per-size
+  text table, the files written (CSV, JSON, Markdown) and what the commands print;
+- `figures`: the papers' published numbers, with their sources;
+- `ablations` (registry ABLATIONS) and `tables` (registry TABLES): the studies `ablate` and
+  `reproduce` know.
+"""

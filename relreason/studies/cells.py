@@ -1,0 +1,211 @@
+"""A study's cells: planned before anything trains, their state on disk, and the finished ones read back.
+
+`plan_cells` builds every cell's resolved config (a bad key fails at once) and marks each cell
+comparable with the paper or not: a recipe other than the column's protocol, a `--set` that changes
+the protocol, a column or task the study declares as not the paper's protocol. A cell that is not
+comparable is printed, marked, and never enters a verdict. `cell_state` says whether a cell has
+results under the same configuration (`result_identity`: machine-only keys never count), a checkpoint
+to resume, or another configuration's run; `collect` reads every finished cell into one result format.
+
+Cell directories: an ablation keeps `OUT/<ablation>/<variant>/<task>/seed<k>/run`; a published table
+keys cells by what they compute, `OUT/cells/<model>/<recipe>[+<delta>]/<task>/seed<k>/run`, so the tables
+that share a configuration (the RT of Tables 13 to 19) share its cells.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from relreason.config import Config, build_config, config_from_dict, keys_of, parse_overrides
+from relreason.errors import RelreasonError
+from relreason.protocol import run_identity
+from relreason.rundir import CELL_RUN, RunDir, read_results, seed_dir
+from relreason.studies.variants import Study, Variant
+
+
+@dataclass(frozen=True)
+class Cell:
+    variant: Variant
+    task: str
+    seed: int
+    directory: Path  # the cell; the run itself is directory / "run"
+    config: Config
+    why_not: str = ""  # non-empty: the cell is not the paper's protocol, and why
+
+    @property
+    def run_dir(self) -> Path:
+        return self.directory / CELL_RUN
+
+    @property
+    def comparable(self) -> bool:
+        return not self.why_not
+
+
+def delta_slug(delta: dict) -> str:
+    """{"processor": {"layers": 1}} -> "processor.layers=1" (sorted; the directory name of a delta)."""
+    flat = sorted(f"{s}.{k}={json.dumps(v, sort_keys=True)}" for s, vals in delta.items() for k, v in vals.items())
+    return ",".join(x.replace('"', "").replace("/", "_").replace(" ", "") for x in flat)
+
+
+def cell_dir(out: Path, study: Study, variant: Variant, task: str, seed: int, recipe_label: str) -> Path:
+    if study.layout == "protocol":
+        setting = recipe_label + (f"+{delta_slug(variant.delta)}" if variant.delta else "")
+        return Path(out) / "cells" / variant.model / setting / task / seed_dir(seed)
+    return Path(out) / study.name / variant.label.replace(" ", "_") / task / seed_dir(seed)
+
+
+def result_identity(plain: dict) -> dict:
+    """A stored config (Config.to_dict()) without the keys that do not change what a run computes
+    (relreason.protocol.run_identity: device, threads, kernels..., but the seed stays): two runs with the same
+    identity are the same cell, whichever machine and thread count computed them.
+
+    The stored config is first resolved again by today's code, so a key added since the run was
+    stored counts with its default (options are added with the default that keeps what ran before);
+    a stored config today's code refuses is kept as it is (and so never equals a planned cell)."""
+    try:
+        plain = config_from_dict(plain).to_dict()
+    except (RelreasonError, KeyError, TypeError):
+        pass
+    return run_identity(plain)
+
+
+def _differences(a: dict, b: dict) -> list[str]:
+    """The "section.key" names whose values differ between two config dicts (sections one level deep)."""
+    out = []
+    for section in sorted(set(a) | set(b)):
+        x, y = a.get(section), b.get(section)
+        if isinstance(x, dict) and isinstance(y, dict):
+            out += [f"{section}.{k}" for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k)]
+        elif x != y:
+            out.append(section)
+    return out
+
+
+def plan_cells(study: Study, tasks: list[str], seeds: int, recipe: str | None = None, out: Path = Path("ablations"),
+               sets: list[str] | None = None, models: list[str] | None = None) -> list[Cell]:
+    """Every cell's resolved config, built before anything trains (a bad key fails at once).
+
+    `recipe` replaces every column's protocol recipe (the cells are then not comparable unless it
+    resolves to the protocol's own recipe name); `models` keeps the columns of those models."""
+    if seeds < 1:
+        raise RelreasonError(f"--seeds {seeds} must be at least 1", "e.g. --seeds 3")
+    variants = list(study.variants)
+    if models is not None:
+        known = {v.model for v in variants}
+        unknown = [m for m in models if m not in known]
+        if unknown:
+            raise RelreasonError(f"--models {','.join(unknown)}: not a column of {study.name}",
+                                 f"its models: {', '.join(dict.fromkeys(v.model for v in variants))}")
+        variants = [v for v in variants if v.model in models]
+    user = parse_overrides(list(sets or []))
+    clash = sorted((keys_of(user) | ({"train.seed"} if "seed" in user.get("train", {}) else set())) &
+                   (study.varied_keys | {"train.seed"}))
+    if clash:
+        raise RelreasonError(f"--set {', '.join(clash)}: {study.name} sets {'it' if len(clash) == 1 else 'them'} "
+                             "itself (the variants' keys and the seed of each cell)",
+                             "drop that --set (use --seeds for seeds)")
+    cells = []
+    for task in tasks:
+        for v in variants:
+            # the column's protocol: its recipe and delta, nothing else (compared value by value, so a recipe
+            # file or a --set that resolves to the protocol's values is the protocol; machine keys never count)
+            protocol = build_config(v.model, task, v.recipe, {}, ablation=(study.name, v.delta))
+            want = result_identity(protocol.to_dict())
+            for seed in range(seeds):
+                over = {s: dict(vals) for s, vals in user.items()}
+                over.setdefault("train", {})["seed"] = seed
+                cfg = build_config(v.model, task, recipe if recipe is not None else v.recipe, over,
+                                   ablation=(study.name, v.delta))
+                why = [v.caveat] if v.caveat else []
+                got = result_identity(cfg.to_dict())
+                want["train"]["seed"] = seed
+                if cfg.recipe != protocol.recipe:
+                    why.append(f"recipe {cfg.recipe}, not the protocol's {protocol.recipe}")
+                elif got != want:
+                    keys = _differences(got, want)
+                    why.append(f"{', '.join(keys[:4])}{', ...' if len(keys) > 4 else ''} "
+                               f"differ{'s' * (len(keys) == 1)} from the protocol ({protocol.recipe})")
+                if task in study.not_comparable:
+                    why.append(study.not_comparable[task])
+                cells.append(Cell(v, task, seed, cell_dir(out, study, v, task, seed, cfg.recipe), cfg, "; ".join(why)))
+    return cells
+
+
+def cell_state(cell: Cell) -> str:
+    """"done" (results under the same config), "stale" (results or a checkpoint under another config),
+    "partial" (a checkpoint to resume under the same config) or "new". Configs are compared by
+    `result_identity`: a cell computed with other threads or on another device is the same cell."""
+    from relreason.train.loop import has_progress, stored_config
+
+    want = result_identity(cell.config.to_dict())
+    files = RunDir(cell.run_dir)
+    if files.results.is_file():
+        try:
+            data = read_results(files.results)
+        except RelreasonError:
+            return "stale"
+        return "done" if result_identity(data.config) == want else "stale"
+    if files.last.trainer_state.exists():
+        try:
+            return "partial" if result_identity(stored_config(cell.run_dir).to_dict()) == want else "stale"
+        except RelreasonError:
+            return "stale"
+    return "stale" if has_progress(cell.run_dir) else "new"
+
+
+def is_held(c: Cell) -> bool:
+    """Whether another process holds the cell's run lock (it trains the cell there)."""
+    from relreason.runtime import lock_holder
+
+    return lock_holder(c.run_dir) is not None
+
+
+def shard_cells(cells: list[Cell], shard: tuple[int, int] | None) -> list[Cell]:
+    """The cells of shard (i, k), i in 1..k: every k-th cell starting at the i-th (index % k == i - 1)."""
+    if shard is None:
+        return list(cells)
+    i, k = shard
+    if k < 1 or not 1 <= i <= k:
+        raise RelreasonError(f"--shard {i}/{k}: the shard number must be in 1..{k}",
+                             "e.g. --shard 1/4 ... --shard 4/4 (a SLURM array: --array=1-4 and "
+                             "--shard $SLURM_ARRAY_TASK_ID/4)")
+    return [c for j, c in enumerate(cells) if j % k == i - 1]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """"I/K" -> (I, K) (`shard_cells` checks the range)."""
+    i, sep, k = text.partition("/")
+    try:
+        return int(i), int(k) if sep else int("")
+    except ValueError:
+        raise RelreasonError(f"--shard {text!r} is not I/K", "e.g. --shard 1/4 ... --shard 4/4 (a SLURM array: "
+                             "--array=1-4 and --shard $SLURM_ARRAY_TASK_ID/4)") from None
+
+
+def cell_label(c: Cell) -> str:
+    return f"{c.variant.label} / {c.task} / seed {c.seed}"
+
+
+def cell_record(c: Cell) -> dict:
+    """A finished cell as the study's result files hold it: what ran, how it scored, on what hardware
+    and how long, and whether it is comparable with the paper."""
+    data = read_results(c.run_dir)
+    return {"variant": c.variant.label, "model": c.variant.model, "task": c.task, "seed": c.seed,
+            "score": data.test.score, "best_val": data.best_val, "examples": data.examples,
+            "recipe": data.recipe, "comparable": c.comparable, "why_not": c.why_not,
+            "seconds": data.seconds, "hardware": data.hardware or [],
+            "processes": 1 if data.processes is None else data.processes, "command": data.command,
+            "relreason": data.relreason, "run": str(c.run_dir), "per_task": data.per_task, "config": data.config}
+
+
+def collect(cells: list[Cell]) -> tuple[list[dict], list[str]]:
+    """(records of the finished cells, labels of the missing ones), over the whole sweep."""
+    records, missing = [], []
+    for c in cells:
+        if cell_state(c) != "done":
+            missing.append(cell_label(c))
+            continue
+        records.append(cell_record(c))
+    return records, missing

@@ -1,0 +1,63 @@
+"""What a study declares: its columns (`Variant`), the published figures (`Published`), and the `Study`.
+
+A study is pure data: `relreason.studies.ablations` and `relreason.studies.tables` register them,
+`relreason.studies.cells` plans their cells.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from relreason.config import keys_of
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One column of a study."""
+
+    label: str
+    model: str  # model name
+    delta: dict = field(default_factory=dict)  # config tree {section: {key: value}} applied over the recipe
+    recipe: str | None = None  # the column's protocol; None: the model's paper recipe for each task
+    caveat: str = ""  # non-empty: this column is knowingly not the paper's protocol (printed, never compared)
+
+
+@dataclass(frozen=True)
+class Published:
+    """A published figure: mean (in percent, or the paper's unit), its std and seed count where printed."""
+
+    mean: float
+    std: float | None = None
+    seeds: int | None = None
+
+    def text(self) -> str:
+        s = f"{self.mean:.2f}" + (f" ± {self.std:.2f}" if self.std is not None else "")
+        return s + (f" ({self.seeds} seeds)" if self.seeds else "")
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    description: str
+    variants: tuple[Variant, ...]  # the first is the reference the others are compared with
+    tasks: str = "core8"  # the default task list (a group or comma list)
+    source: str = ""  # where the published figures are printed
+    figures: Mapping[tuple[str, str], Published] = field(default_factory=dict)  # (variant, task) -> figure
+    averages: Mapping[str, Published] = field(default_factory=dict)  # variant -> published average
+    paper_scope: str = ""  # what `averages` average over
+    not_comparable: Mapping[str, str] = field(default_factory=dict)  # task -> why no cell of it compares
+    note: str = ""  # printed under the table (e.g. how the published ± is defined)
+    layout: str = "study"  # "study": OUT/<name>/<variant>/...; "protocol": OUT/cells/<model>/<recipe>[+delta]/...
+
+    @property
+    def varied_keys(self) -> set[str]:
+        """The config keys some variant sets (`--set` may not override them)."""
+        return set().union(*(keys_of(v.delta) for v in self.variants))
+
+    def paper_line(self) -> str:
+        """The published averages in one line ("" when the paper printed none)."""
+        if not self.averages:
+            return ""
+        parts = ", ".join(f"{v} {p.mean:.2f}" for v, p in self.averages.items())
+        return f"paper ({self.source}), {self.paper_scope}: {parts}"
