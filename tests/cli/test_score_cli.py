@@ -40,7 +40,7 @@ def text_run(tmp_path_factory):
     return root / "r"
 
 
-def half_right(self, batch, generator):
+def half_right(model, tokenizer, batch, *rest):
     """A stand-in for greedy decoding (a tiny run answers nothing right): the true answers, every other
     one with its 5s turned into 7s."""
     return [a if k % 2 == 0 else a.replace("5", "7") for k, a in enumerate(batch.answers)]
@@ -49,9 +49,7 @@ def half_right(self, batch, generator):
 @pytest.mark.parametrize("decoding", ["model", "half right"])
 def test_a_dump_scores_exactly_as_eval_printed(text_run, tmp_path, monkeypatch, decoding):
     if decoding == "half right":
-        from relreason.train.text import TextWorkload
-
-        monkeypatch.setattr(TextWorkload, "decode", half_right)
+        monkeypatch.setattr("relreason.train.text.workload.decode", half_right)
     dump = tmp_path / "answers.jsonl"
     printed = invoke("eval", text_run, "--dump", dump)
     assert f"answers: {dump}" in ok(printed) + printed.output

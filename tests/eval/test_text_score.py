@@ -227,7 +227,7 @@ TINY = ["model.layers=1", "model.width=16", "model.heads=2", "model.context=512"
         "data.train_num=10", "data.val_num=3", "data.test_num=3", "data.test_sizes=[5, 6]"]
 
 
-def half_right(self, batch, generator):
+def half_right(model, tokenizer, batch, *rest):
     """A stand-in for greedy decoding: the true answers, every other one with its 5s turned into 7s."""
     return [a if k % 2 == 0 else a.replace("5", "7") for k, a in enumerate(batch.answers)]
 
@@ -235,7 +235,7 @@ def half_right(self, batch, generator):
 def test_a_dump_scores_as_the_evaluation_that_wrote_it(tmp_path, monkeypatch):
     from relreason.train.text import TextWorkload
 
-    monkeypatch.setattr(TextWorkload, "decode", half_right)
+    monkeypatch.setattr("relreason.train.text.workload.decode", half_right)
     cfg = build_config("text_transformer", "text:insertion_sort,text:binary_search", "default",
                        TINY + ["data.hints=true", "train.eval_batch_size=2"])
     wl = TextWorkload(cfg, torch.device("cpu"))
