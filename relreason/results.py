@@ -5,7 +5,11 @@
 `collect_results` copies each finished cell of `relreason reproduce` (its run's results.json: scores,
 resolved config, command, hardware, wall time) to `results/cells/<model>/<setting>/<task>/seed<k>.json`,
 the files the repository commits, and records how far every unfinished cell got under
-`results/progress/` (same layout). `write_report` reads only those files: for every published table
+`results/progress/` (same layout). For every finished cell it also writes `results/selection/` (same layout):
+how the protocol's best-on-validation checkpoint was chosen (validations run, how many reached the best
+score, first and last time) and, as a diagnostic that is not the protocol, the test score of the run's
+last checkpoint, evaluated once by `relreason results` on the same test split. `write_report` reads only
+those files: for every published table
 (relreason.studies.tables) that has results, the table as `relreason reproduce` prints it (ours as mean ±
 sample std with seed counts, the published figure, the difference, whether the published mean lies in
 our 95% interval, cells that are not the paper's protocol marked so), then each cell's command,
@@ -25,7 +29,7 @@ from relreason.studies.cells import result_identity
 from relreason.studies.report import study_table
 from relreason.studies.variants import Study
 
-CELLS, PROGRESS = "cells", "progress"
+CELLS, PROGRESS, SELECTION = "cells", "progress", "selection"
 
 
 def _write(path: Path, data: dict) -> bool:
@@ -56,6 +60,10 @@ def collect_results(source: Path, results: Path) -> list[Path]:
             RunResults.from_dict(data, str(files.results))  # validated; copied as written (its schema version kept)
             if _write(Path(results) / CELLS / f"{rel}.json", data):
                 written.append(Path(results) / CELLS / f"{rel}.json")
+            selection = Path(results) / SELECTION / f"{rel}.json"
+            record = model_selection(run, selection)
+            if record is not None and _write(selection, record):
+                written.append(selection)
             (Path(results) / PROGRESS / f"{rel}.json").unlink(missing_ok=True)
             continue
         if not files.last.trainer_state.is_file():
@@ -68,6 +76,38 @@ def collect_results(source: Path, results: Path) -> list[Path]:
         if _write(Path(results) / PROGRESS / f"{rel}.json", record):
             written.append(Path(results) / PROGRESS / f"{rel}.json")
     return written
+
+
+def model_selection(run: Path, cached: Path | None = None) -> dict | None:
+    """How a finished run's tested checkpoint was chosen, from its metrics.jsonl: validations run, the
+    best score, how many validations reached it and the first and last of them (the protocol tests the
+    first), with the test score of the selected checkpoint and, as a diagnostic that is not the protocol,
+    of the last checkpoint (`last/`, evaluated on the run's own test split). None when the run has no
+    validations or no last checkpoint. `cached`: a record written before for this same run is reused
+    instead of evaluating again."""
+    from relreason.rundir import ValidationRow, read_metrics, read_results
+
+    files = RunDir(run)
+    res = read_results(files.results)
+    vals = [r for r in read_metrics(files.metrics) if isinstance(r, ValidationRow)]
+    if not vals or not files.last.weights.is_file() or res.best_val is None:
+        return None
+    at_best = [r.examples for r in vals if r.score == res.best_val]
+    record = {"validations": len(vals), "best_val": res.best_val, "at_best": len(at_best),
+              "first_best_examples": min(at_best, default=None), "last_best_examples": max(at_best, default=None),
+              "selected_examples": res.best_examples, "selected_test": res.test.score,
+              "last_examples": res.examples, "test_label": res.test_label}
+    if cached is not None and cached.is_file():
+        old = read_object(cached)
+        if {k: old.get(k) for k in record} == record and "last_test" in old:
+            return old
+    from relreason.train.evaluation import evaluate_checkpoint
+
+    last = evaluate_checkpoint(files.last.path)
+    if last["label"] != res.test_label:
+        raise RelreasonError(f"{run}/last was tested on {last['label']!r}, its run on {res.test_label!r}",
+                             "the run's test split changed; retrain the cell")
+    return {**record, "last_test": last["score"]}
 
 
 def _files(results: Path, kind: str) -> list[tuple[tuple[str, str, str, int], Path]]:
@@ -128,7 +168,7 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
                            + ", not the paper's protocol")
             if task in study.not_comparable:
                 why.append(study.not_comparable[task])
-            records.append({"variant": v.label, "model": model, "task": task, "seed": seed,
+            records.append({"variant": v.label, "model": model, "setting": setting, "task": task, "seed": seed,
                             "score": data.test.score, "comparable": not why, "why_not": "; ".join(why),
                             "seconds": data.seconds, "hardware": data.hardware or [],
                             "command": data.command, "examples": data.examples,
@@ -162,6 +202,7 @@ def write_report(results: Path, markdown: Path) -> int:
     from relreason.studies.tables import TABLES
 
     files, progress = cell_files(results), progress_files(results)
+    selection = {key: read_object(path) for key, path in _files(results, SELECTION)}
     lines = ["# Results", "",
              "Generated by `relreason results` from the result files under `results/` (one per finished cell of",
              "`relreason reproduce`); never edited by hand. Ours: OOD test score (%) as mean ± sample std (ddof 1)",
@@ -186,6 +227,20 @@ def write_report(results: Path, markdown: Path) -> int:
                          f"{_duration(r['seconds'])} | {'; '.join(r['hardware']) or 'not recorded'} | "
                          f"`{r['reproduce']}` | `{r['command'] or '?'}` |")
         lines.append("")
+        chosen = [(r, selection.get((r["model"], r["setting"], r["task"], r["seed"]))) for r in
+                  sorted(result["cells"], key=lambda r: (r["task"], r["variant"], r["seed"]))]
+        if any(sel for _, sel in chosen):
+            lines += ["Model selection (the protocol tests the first checkpoint that reached the best validation "
+                      "score; the last checkpoint's test is a diagnostic, not the protocol):", "",
+                      "| model | task | seed | validations | best validation | reached by | first at | last at "
+                      "| test, selected | test, last checkpoint |", "|---|---|---|---|---|---|---|---|---|---|"]
+            for r, sel in chosen:
+                if sel:
+                    lines.append(f"| {r['variant']} | {r['task']} | {r['seed']} | {sel['validations']:,} | "
+                                 f"{100 * sel['best_val']:.2f} | {sel['at_best']} | {sel['first_best_examples']:,} | "
+                                 f"{sel['last_best_examples']:,} | {100 * sel['selected_test']:.2f} | "
+                                 f"{100 * sel['last_test']:.2f} |")
+            lines.append("")
     if progress:
         lines += ["## In progress", "", "Cells started but not finished (resumed by the same `relreason reproduce` "
                   "command): how far each got.", "", "| model | setting | task | seed | examples | best validation "

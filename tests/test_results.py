@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from fake_runs import results_json
 from typer.testing import CliRunner
 
@@ -76,3 +78,36 @@ def test_a_cell_of_another_tables_protocol_stays_in_that_table(tmp_path):
     assert table_result(TABLES.get("rt-table19"), files) is None
     (row,) = table_result(TABLES.get("clrs30"), files)["cells"]
     assert row["variant"] == "mpnn" and row["comparable"]
+
+
+def test_model_selection_reads_the_validations_and_tests_the_last_checkpoint_once(tmp_path, monkeypatch):
+    """The diagnostic beside the protocol: which validations reached the best score, the tested checkpoint
+    the first of them, and the last checkpoint's score on the same test split (evaluated once, then read)."""
+    from relreason.config import build_config
+    from relreason.results import model_selection
+    from relreason.rundir import ValidationRow, read_metrics
+    from relreason.train import evaluation, run
+
+    cfg = build_config("mpnn", "bfs", "quick", ["train.train_examples=96", "train.eval_every_examples=16", "train.batch_size=8",
+                                                 "data.val_num=4", "data.test_num=4", "train.threads=1"])
+    out = run(cfg, out=tmp_path, name="r", show_progress=False, log=lambda m: None)
+    vals = [r for r in read_metrics(out.run_dir / "metrics.jsonl") if isinstance(r, ValidationRow)]
+    best = max(r.score for r in vals)
+    record = model_selection(out.run_dir)
+    assert record["validations"] == len(vals) == 7 and record["best_val"] == best
+    assert record["at_best"] == sum(r.score == best for r in vals)
+    assert record["first_best_examples"] == min(r.examples for r in vals if r.score == best) == \
+        record["selected_examples"]  # the protocol keeps the first checkpoint that reached the best
+    assert record["selected_test"] == out.test["score"] and record["last_examples"] == 96
+    assert record["last_test"] == evaluation.evaluate_checkpoint(out.run_dir / "last")["score"]
+    cached = tmp_path / "selection.json"
+    cached.write_text(json.dumps(record))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("evaluated again although the record of this run was written")
+
+    monkeypatch.setattr(evaluation, "evaluate_checkpoint", refuse)
+    assert model_selection(out.run_dir, cached) == record
+    cached.write_text(json.dumps({**record, "validations": 6}))  # another run's record: not reused
+    with pytest.raises(AssertionError, match="evaluated again"):
+        model_selection(out.run_dir, cached)
