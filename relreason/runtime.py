@@ -16,6 +16,17 @@ from relreason.errors import RelreasonError
 from relreason.rundir import LOCK
 
 
+def cli_command() -> str | None:
+    """The `relreason ...` command line this process runs (worker processes of `--jobs` inherit it), or
+    None when relreason is not the program (a notebook, a test calling the core)."""
+    prog = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if prog is None or not (prog.name == "relreason" or prog.parts[-2:] == ("relreason", "__main__.py")):
+        return None
+    import shlex
+
+    return "relreason " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
 def keep_freed_memory() -> bool:
     """Asks glibc to keep freed memory for reuse instead of returning it to the OS.
 

@@ -13,6 +13,7 @@ from typing import Callable
 
 from relreason.errors import RelreasonError
 from relreason.rundir import CELL_RUN
+from relreason.runtime import cli_command
 from relreason.studies.cells import Cell, cell_label, cell_state, is_held
 
 
@@ -40,6 +41,7 @@ def train_cell(cell: Cell, show_progress: bool = False, log: Callable[[str], Non
             t = cell.config.train
             cfg = resume_config(cell.run_dir, [f"train.device={t.device}", f"train.threads={t.threads}"])
         res = run(cfg, out=cell.directory, name=CELL_RUN, resume=state == "partial", show_progress=show_progress,
+                  command=cli_command(),
                   log=log, lock=lock)
         return "interrupted" if res.interrupted else "trained"
     finally:

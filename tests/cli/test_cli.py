@@ -112,6 +112,8 @@ def test_ablate_twice_reads_the_cells_back(tmp_path):
     assert json.loads(succeeds(second))["cells"] == cells
     assert "single-layer: " not in second.stderr  # nothing trained again
     assert (tmp_path / "abl" / "single-layer" / "results.csv").is_file()
+    run = json.loads((tmp_path / "abl" / "single-layer" / "rt" / "bfs" / "seed0" / "run" / "results.json").read_text())
+    assert run["command"].startswith("relreason ablate single-layer --tasks bfs")  # what trained the cell
 
 
 @pytest.mark.parametrize("what", ["algorithms", "models", "tasks", "recipes", "ablations"])
