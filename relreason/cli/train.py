@@ -159,6 +159,9 @@ def eval_cmd(
                                                       "the available memory).", show_default=False)] = None,
     sets: SetOpt = None,
     device: DeviceOpt = None,
+    sparse: Annotated[Optional[str], typer.Option(
+        "--sparse", help="Graph models on edge lists: auto (large sparse graphs, where it computes the dense "
+        "numbers), always or never; --set model.sparse=... (default: the run's).", show_default=False)] = None,
     runs: Annotated[Path, typer.Option("--runs", help="Where to look for the newest run.")] = Path("runs"),
     as_json: JsonOpt = False,
 ) -> None:
@@ -167,7 +170,8 @@ def eval_cmd(
     Examples:\n
       relreason eval --ood 64\n
       relreason eval runs/mpnn-bellman_ford-s42-20261121-101500 --ood 128 --num 64\n
-      relreason eval runs/myrun/last --split val --hints --json
+      relreason eval runs/myrun/last --split val --hints --json\n
+      relreason eval runs/pgn-bfs-s42-20261121-101500 --sparse always --ood 256
     """
     from relreason.eval.report import rich_table
     from relreason.models.build import resolve_device
@@ -177,9 +181,10 @@ def eval_cmd(
     if device is not None:
         resolve_device(device)
     size_list = parse_sizes(sizes) if sizes is not None else None
+    overrides = [*(sets or []), *([f"model.sparse={sparse}"] if sparse is not None else [])]
     with progress(None, "evaluating", unit="ex") as bar:
         res = evaluate_checkpoint(run_dir, ood=ood, split=split, num=num, seed=seed, device=device,
-                                  batch_size=batch_size, runs_dir=runs, overrides=sets, on_examples=bar.update,
+                                  batch_size=batch_size, runs_dir=runs, overrides=overrides, on_examples=bar.update,
                                   sizes=size_list)
     if not hints:
         res["hints"] = {}

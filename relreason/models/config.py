@@ -65,8 +65,8 @@ class SparseMode(str, enum.Enum):
     """Whether the network runs on edge lists (relreason.models.sparse)."""
 
     AUTO = "auto"  # sparse where it computes what the dense processor would, on large sparse graphs
-    ON = "on"  # sparse, refusing where it cannot (for MPNN and Triplet-GMPNN: messages along edges, another model)
-    OFF = "off"  # dense node pairs (CLRS)
+    ALWAYS = "always"  # sparse, refusing where it cannot (MPNN, Triplet-GMPNN: messages along edges, another model)
+    NEVER = "never"  # dense node pairs (CLRS)
 
 
 class ScalarLoss(str, enum.Enum):

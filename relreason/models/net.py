@@ -199,9 +199,9 @@ class Net(nn.Module):
         (relreason.models.sparse: `auto` only where sparse computes the dense processor's numbers).
 
         Raises:
-            RelreasonError: `model.sparse: on` where the network or the batch has no sparse form."""
+            RelreasonError: `model.sparse: always` where the network or the batch has no sparse form."""
         mode = self.cfg.sparse
-        if mode is SparseMode.OFF:
+        if mode is SparseMode.NEVER:
             return None
         proc = self.processor
         problems = sp.static_problems(self.spec, proc, self.cfg.pointer_decoding is PointerDecoding.EDGE, return_state)
@@ -214,7 +214,7 @@ class Net(nn.Module):
         if mode is SparseMode.AUTO and graph.density > sp.AUTO_MAX_DENSITY:
             return None
         problems = sp.data_problems(self.spec, batch, graph)
-        if problems and mode is SparseMode.ON:
+        if problems and mode is SparseMode.ALWAYS:
             raise sp.refuse(problems)
         return None if problems else graph
 
@@ -239,16 +239,17 @@ class Net(nn.Module):
         base = self.encoders.encode_inputs_sparse(batch.inputs, batch.node_mask, graph)
         state = proc.initial_state_sparse(graph, base.node.dtype)
         edge0 = state.edge
-        hint_preds: dict[str, list[torch.Tensor]] = {f.name: [] for f in self.hint_features} if self.hint_decoders else {}
+        # hint predictions, each written into one (E, S) or (B, S, ...) buffer made at the first step: on long
+        # trajectories (dfs: 3n steps) small per-step tensors between the step's temporaries fragment the heap
+        hints: dict[str, torch.Tensor] = {}
         prev: dict[str, torch.Tensor] = {}
         outputs: dict[str, torch.Tensor] = {}
         for s in range(S):
             running = steps > s  # (B,)
             if not bool(running.any()):  # only when hints were padded past every sample's length
-                for k in hint_preds:
-                    hint_preds[k].append(torch.zeros_like(hint_preds[k][-1]))
                 continue
-            values = self._hint_inputs_sparse(batch, graph, s, prev, train, hard, stream(noise, Site.TEACHER_FORCING, s))
+            values = self._hint_inputs_sparse(batch, graph, s, prev, train, hard,
+                                              stream(noise, Site.TEACHER_FORCING, s))
             feats = self.encoders.encode_step_sparse(base, values)
             new = State(state.node, state.edge if proc.carry_edge else edge0, state.graph)
             for _ in range(cfg.processor_steps):
@@ -269,7 +270,9 @@ class Net(nn.Module):
                 raw = self.hint_decoders(ctx, train, stream(noise, Site.HINT_DECODERS, s))
                 prev = {k: keep(running, v, torch.zeros_like(v), sp.entrywise(self.spec[k])) for k, v in raw.items()}
                 for k, v in prev.items():
-                    hint_preds[k].append(v)
+                    if k not in hints:
+                        hints[k] = v.new_zeros((v.shape[0], S) + tuple(v.shape[1:]))
+                    hints[k][:, s] = v
             ending = steps == s + 1
             if bool(ending.any()):
                 out = self.output_decoders(ctx, train, stream(noise, Site.OUTPUT_DECODERS, s))
@@ -278,7 +281,6 @@ class Net(nn.Module):
             new_edge = new.edge if proc.carry_edge else state.edge
             state = State(keep(running, new.node, state.node, False), keep(running, new_edge, state.edge, True),
                           keep(running, new.graph, state.graph, False))
-        hints = {k: torch.stack(v, 1) for k, v in hint_preds.items()}
         return NetOutput(outputs, hints, batch.node_mask, None, graph)
 
     def _hint_inputs_sparse(self, batch: Batch, graph: sp.SparseGraph, s: int, prev: dict[str, torch.Tensor],

@@ -48,12 +48,13 @@ The sparse form
   edge pointers, permutation pointers (Sinkhorn over all pairs), `pointer_decoding: edge`, and
   `return_state` (TransNAR reads dense edge states).
 
-Switch (`model.sparse`, `relreason eval --sparse`): `off` always dense (the CLRS path); `on` sparse,
-refusing with the reason where it cannot; `auto` (the default) sparse only where that computes what
+Switch (`model.sparse`, `relreason eval --sparse`): `never` (dense, the CLRS path); `always` (sparse,
+refusing with the reason where it cannot); `auto` (the default) sparse only where that computes what
 the dense processor would: an `EXACT` processor, every check passing, at least AUTO_MIN_NODES nodes
 and at most AUTO_MAX_DENSITY of the node pairs entries. Below that size a dense pass is cheap and
 keeps every existing number as it was (the CLRS test at n = 64 and the lobsters' ~150 nodes stay
-dense); an `EDGES` processor is sparse only when asked (`on`), since that changes the model.
+dense); an `EDGES` processor is sparse only when asked (`always`), since that changes the model.
+(The names are not on/off: YAML reads those as booleans.)
 
 The sparse loop runs every sample at every step and keeps finished samples' states with a
 per-sample mask (the dense loop instead shrinks the batch): simpler on edge lists, at the cost of
@@ -77,6 +78,7 @@ from relreason.errors import RelreasonError
 AUTO_MIN_NODES = 256
 # `auto`: sparse when at most this fraction of the real node pairs are entries (self-loops included)
 AUTO_MAX_DENSITY = 0.05
+ARGMAX_CHUNK_ELEMENTS = 1 << 22  # (entries x steps) per chunk of a hint's hard predictions: ~100 MB of temporaries
 
 
 class SparseForm(str, enum.Enum):
@@ -360,7 +362,7 @@ def data_problems(spec: Spec, batch, graph: SparseGraph) -> list[str]:
 
 def refuse(problems: list[str]) -> RelreasonError:
     return RelreasonError("cannot run sparse: " + "; ".join(problems),
-                          "use model.sparse=auto (dense where sparse does not apply) or off")
+                          "use model.sparse=auto (dense where sparse does not apply) or never")
 
 
 # -- losses, feedback and predictions of entrywise features ----------------------------------------
@@ -374,7 +376,7 @@ def pointer_loss_sum(logits: torch.Tensor, truth: torch.Tensor, valid: torch.Ten
     ok = valid & (truth >= 0)
     if bool((ok & (entry < 0)).any()):
         raise RelreasonError("a true pointer is no entry of the sparse graph",
-                             "data_problems refuses such batches; use model.sparse=off")
+                             "data_problems refuses such batches; use model.sparse=never")
     at = entry.clamp(min=0)
     if logits.dim() == 1:
         picked = logp[at]
@@ -393,5 +395,10 @@ def pointer_feedback(logits: torch.Tensor, hard: bool, graph: SparseGraph) -> to
 
 
 def pointer_indices(logits: torch.Tensor, graph: SparseGraph) -> torch.Tensor:
-    """Per-entry logits (E,) or (E, S) -> hard pointers (B, N) or (B, S, N): each node's best candidate."""
-    return graph.entry_targets(segment_argmax(logits, graph.row, graph.nodes))
+    """Per-entry logits (E,) or (E, S) -> hard pointers (B, N) or (B, S, N): each node's best candidate.
+    Hints go ARGMAX_CHUNK_ELEMENTS at a time (dfs at n = 1,600 has 4,800 steps of 25,000 entries)."""
+    if logits.dim() == 1:
+        return graph.entry_targets(segment_argmax(logits, graph.row, graph.nodes))
+    step = max(1, ARGMAX_CHUNK_ELEMENTS // max(1, graph.entries))
+    return torch.cat([graph.entry_targets(segment_argmax(logits[:, a:a + step], graph.row, graph.nodes))
+                      for a in range(0, logits.shape[1], step)], 1)

@@ -202,7 +202,7 @@ class AdjacencyTripletGMPNN(TripletGMPNN):
 def dense_twin(name: str, spec, cfg: ModelConfig, sparse_net: Net) -> Net:
     """The dense network with the sparse one's weights and message graph (for an EDGES processor: the
     dense processor restricted to the adjacency), its pointers restricted to the same candidates."""
-    dense_cfg = replace(cfg, sparse=SparseMode.OFF, pointer_candidates=PointerCandidates.GRAPH)
+    dense_cfg = replace(cfg, sparse=SparseMode.NEVER, pointer_candidates=PointerCandidates.GRAPH)
     if name == "triplet_gmpnn":
         entry = PROCESSORS.get(name)
         net = Net(spec, dense_cfg, AdjacencyTripletGMPNN(entry.config(), cfg.hidden))
@@ -239,7 +239,7 @@ def assert_same_raw(spec, dense: dict, sparse: dict, g: SparseGraph, node_mask, 
 @pytest.mark.parametrize("name", SCOPE)
 @pytest.mark.parametrize("processor", SPARSE)
 def test_sparse_network_gives_the_dense_numbers(processor, name):
-    cfg = ModelConfig(hidden=8, sparse=SparseMode.ON)
+    cfg = ModelConfig(hidden=8, sparse=SparseMode.ALWAYS)
     parts = dataset(name, (9, 12, 16), seed=SCOPE.index(name))
     spec = prepare_spec(parts[0].spec, cfg, name)
     batch = padded_batch(parts, cfg, spec, 16)
@@ -274,7 +274,7 @@ def test_sparse_network_gives_the_dense_numbers(processor, name):
 @pytest.mark.parametrize("repred", ["hard", "soft"])
 def test_fed_back_pointer_hints_are_the_dense_ones(repred):
     """Soft: the softmax over the candidates; hard: the one-hot of the best candidate."""
-    cfg = ModelConfig(hidden=8, sparse=SparseMode.ON, hint_repred=repred)
+    cfg = ModelConfig(hidden=8, sparse=SparseMode.ALWAYS, hint_repred=repred)
     parts = dataset("bellman_ford", (11, 14), seed=9)
     spec = prepare_spec(parts[0].spec, cfg, "bellman_ford")
     batch = padded_batch(parts, cfg, spec, 14)
@@ -307,8 +307,8 @@ def test_auto_runs_sparse_on_large_sparse_graphs_only_where_it_computes_the_dens
     assert net.sparse_graph(small) is None
     dense_graphs = Batch.from_dataset(generate("bfs", num=2, size=AUTO_MIN_NODES, seed=0), cfg, spec)
     assert net.sparse_graph(dense_graphs) is None  # p = 0.5: too dense
-    assert build_model(spec, replace(cfg, sparse=SparseMode.ON), processor).sparse_graph(big) is not None
-    assert build_model(spec, replace(cfg, sparse=SparseMode.OFF), processor).sparse_graph(big) is None
+    assert build_model(spec, replace(cfg, sparse=SparseMode.ALWAYS), processor).sparse_graph(big) is not None
+    assert build_model(spec, replace(cfg, sparse=SparseMode.NEVER), processor).sparse_graph(big) is None
 
 
 def test_auto_keeps_dense_where_a_batch_has_no_sparse_form():
@@ -327,7 +327,7 @@ def test_auto_keeps_dense_where_a_batch_has_no_sparse_form():
     ("pgn", "topological_sort", "points off the graph's edges"),
 ])
 def test_sparse_on_refuses_with_the_reason(processor, name, reason):
-    cfg = ModelConfig(hidden=8, sparse=SparseMode.ON)
+    cfg = ModelConfig(hidden=8, sparse=SparseMode.ALWAYS)
     ds = generate(name, num=2, size=8, seed=0)
     spec = prepare_spec(ds.spec, cfg, name)
     entry = PROCESSORS.get(processor)
@@ -347,3 +347,15 @@ def test_pointer_candidates_graph_masks_dense_pointers_to_the_adjacency():
         probs = torch.softmax(net(batch, train=False).outputs["pi"], -1)
     adj = adjacency(spec, batch.inputs, batch.node_mask)
     assert float(probs[~adj].abs().max()) == 0.0 and bool((probs[adj] > 0).all())
+
+
+def test_hard_hint_pointers_do_not_depend_on_the_chunking(monkeypatch):
+    from relreason.models import sparse
+
+    adj = (torch.rand(2, 6, 6, generator=torch.Generator().manual_seed(0)) < 0.4) | torch.eye(6, dtype=torch.bool)
+    g = SparseGraph.from_adjacency(adj | adj.transpose(1, 2), torch.ones(2, 6, dtype=torch.bool))
+    logits = torch.randn(g.entries, 7, dtype=torch.float64)
+    whole = sparse.pointer_indices(logits, g)  # (B, S, N)
+    monkeypatch.setattr(sparse, "ARGMAX_CHUNK_ELEMENTS", g.entries * 2)  # two steps at a time
+    assert torch.equal(sparse.pointer_indices(logits, g), whole)
+    assert torch.equal(whole[:, 3], sparse.pointer_indices(logits[:, 3], g))

@@ -139,7 +139,8 @@ class MPNN(Processor):
         m1, m2 = m12  # (B, N, H) each
         B, N, H = m1.shape
         sender = (m2 + self.mg(graph_in)[:, None, :]).reshape(B * N, H)
-        x = m1.reshape(B * N, H)[graph.col] + sender[graph.row] + edge_in.project(self.me.weight, self.me.bias)  # (E, H)
+        edge = edge_in.project(self.me.weight, self.me.bias)  # (E, H)
+        x = m1.reshape(B * N, H)[graph.col] + sender[graph.row] + edge  # (E, H): receiver j = col, sender i = row
         return segment_max(message_mlp(x, self.mlp), graph.col, graph.nodes).view(B, N, H)
 
 
