@@ -93,7 +93,7 @@ class ModelConfig:
     dropout: float = 0.0  # dropout on the new hidden state in training; run.py --dropout_prob 0.0
     scalar_loss: ScalarLoss = ScalarLoss.MSE  # outputs only (hints stay MSE); lobster tasks use `relative`
     pointer_candidates: PointerCandidates = PointerCandidates.ALL  # CLRS: a pointer may choose any node
-    sparse: SparseMode = SparseMode.AUTO  # dense up to 256 nodes and on dense graphs: the CLRS protocol's numbers
+    sparse: SparseMode = SparseMode.AUTO  # edge lists only where they give the dense numbers (>= 256 nodes, <= 5% edges)
 
     def __post_init__(self) -> None:
         # YAML and `--set` give strings: normalize them to the enums (and reject unknown values).

@@ -22,9 +22,10 @@ The sparse form
 - **Features.** Node and graph features, node states and the decoders' node inputs stay dense
   ((B, N, H) is small). Edge-located inputs are gathered per entry, (E, F) columns, and a node
   pointer becomes its value per entry (1.0 on the entry (i, ptr[i])): the dense encoders' one-hot
-  (B, N, N) row, read at the entries. Nothing N^2 x H is ever allocated; the only N^2 tensor is the
-  (B, N, N) bool adjacency of the converter (2.5 MB per graph at n = 1,600), from the dense inputs
-  the data side generates anyway.
+  (B, N, N) row, read at the entries (`relreason.models.encoders.entry_form`). Nothing N^2 x H is
+  ever allocated; the only N^2 tensors are the converter's and the check's (B, N, N) masks (bool, or
+  one float sum per edge-mask input: at most 10 MB per graph at n = 1,600), read from the dense
+  inputs the data side generates anyway.
 - **Processors** declare a `sparse_form` and implement `forward_sparse` with their own modules and
   weights, so a dense checkpoint runs sparse unchanged:
   `EXACT`: the dense processor's message graph *is* the adjacency (PGN, PGN-masked, GAT, GATv2,

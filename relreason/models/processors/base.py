@@ -47,7 +47,7 @@ from relreason.registry import Registry
 @dataclass
 class State:
     node: torch.Tensor  # (B, N, H)
-    edge: torch.Tensor | None = None  # (B, N, N, E)
+    edge: torch.Tensor | None = None  # (B, N, N, E); in the sparse form (E_entries, E) per entry (forward_sparse)
     graph: torch.Tensor | None = None  # (B, H)
 
 
