@@ -180,6 +180,9 @@ def eval_cmd(
                                                       "the available memory).", show_default=False)] = None,
     sets: SetOpt = None,
     device: DeviceOpt = None,
+    sparse: Annotated[Optional[str], typer.Option(
+        "--sparse", help="Graph models on edge lists: auto (large sparse graphs, where it computes the dense "
+        "numbers), always or never; --set model.sparse=... (default: the run's).", show_default=False)] = None,
     runs: Annotated[Path, typer.Option("--runs", help="Where to look for the newest run.")] = Path("runs"),
     dump: Annotated[Optional[Path], typer.Option("--dump", help="Text runs: also write every example evaluated "
                                                  "with the model's answer to this JSONL file (what `relreason score` "
@@ -193,7 +196,8 @@ def eval_cmd(
       relreason eval runs/mpnn-bellman_ford-s42-20261121-101500 --ood 128 --num 64\n
       relreason eval runs/myrun/last --split val --hints --json\n
       relreason eval runs/transnar-run --dump answers.jsonl\n
-      relreason eval --ood 64 --graph clrs,er,ws,delaunay
+      relreason eval --ood 64 --graph clrs,er,ws,delaunay\n
+      relreason eval runs/pgn-bfs-s42-20261121-101500 --sparse always --ood 256
     """
     from relreason.data.families import graph_name, parse_graphs
     from relreason.eval.report import rich_table
@@ -204,17 +208,18 @@ def eval_cmd(
     if device is not None:
         resolve_device(device)
     size_list = parse_sizes(sizes) if sizes is not None else None
+    overrides = [*(sets or []), *([f"model.sparse={sparse}"] if sparse is not None else [])]
     graphs = [graph_name(g) for g in parse_graphs(graph)] if graph is not None else None
     if graphs is not None and len(graphs) > 1:
         if hints or size_list is not None or dump is not None:
             given = "hints" if hints else "sizes" if size_list is not None else "dump"
             raise RelreasonError(f"--{given} does not go with a list of graphs",
                                  "evaluate one graph for hint accuracies; --sizes and --dump are for text tasks")
-        graph_table_cmd(run_dir, graphs, [ood], split, num, seed, batch_size, sets, device, runs, as_json)
+        graph_table_cmd(run_dir, graphs, [ood], split, num, seed, batch_size, overrides, device, runs, as_json)
         return
     with progress(None, "evaluating", unit="ex") as bar:
         res = evaluate_checkpoint(run_dir, ood=ood, split=split, num=num, seed=seed, device=device,
-                                  batch_size=batch_size, runs_dir=runs, overrides=sets, on_examples=bar.update,
+                                  batch_size=batch_size, runs_dir=runs, overrides=overrides, on_examples=bar.update,
                                   sizes=size_list, graph=None if graphs is None else graphs[0], dump=dump)
     if not hints:
         res["hints"] = {}

@@ -54,6 +54,21 @@ class EncoderInit(str, enum.Enum):
     XAVIER_ON_SCALARS = "xavier_on_scalars"  # as DEFAULT, but scalar hints get std 1/sqrt(hidden)
 
 
+class PointerCandidates(str, enum.Enum):
+    """Which nodes a node pointer may choose from."""
+
+    ALL = "all"  # every real node (CLRS)
+    GRAPH = "graph"  # the adjacency the processor reads (neighbours and the node itself): the sparse form's choice
+
+
+class SparseMode(str, enum.Enum):
+    """Whether the network runs on edge lists (relreason.models.sparse)."""
+
+    AUTO = "auto"  # sparse where it computes what the dense processor would, on large sparse graphs
+    ALWAYS = "always"  # sparse, refusing where it cannot (MPNN, Triplet-GMPNN: messages along edges, another model)
+    NEVER = "never"  # dense node pairs (CLRS)
+
+
 class ScalarLoss(str, enum.Enum):
     """The loss of scalar outputs."""
 
@@ -77,12 +92,15 @@ class ModelConfig:
     encoder_init: EncoderInit = EncoderInit.XAVIER_ON_SCALARS  # run.py --encoder_init default
     dropout: float = 0.0  # dropout on the new hidden state in training; run.py --dropout_prob 0.0
     scalar_loss: ScalarLoss = ScalarLoss.MSE  # outputs only (hints stay MSE); lobster tasks use `relative`
+    pointer_candidates: PointerCandidates = PointerCandidates.ALL  # CLRS: a pointer may choose any node
+    sparse: SparseMode = SparseMode.AUTO  # edge lists only where they give the dense numbers (>= 256 nodes, <= 5% edges)
 
     def __post_init__(self) -> None:
         # YAML and `--set` give strings: normalize them to the enums (and reject unknown values).
         for name, kind in (("hint_mode", HintMode), ("hint_repred", RepredMode),
                            ("pointer_decoding", PointerDecoding), ("encoder_init", EncoderInit),
-                           ("scalar_loss", ScalarLoss)):
+                           ("scalar_loss", ScalarLoss), ("pointer_candidates", PointerCandidates),
+                           ("sparse", SparseMode)):
             value = getattr(self, name)
             if not isinstance(value, kind):
                 try:

@@ -21,6 +21,12 @@ decoders g = [encoded graph features, previous graph state, new graph state]; a 
 edge features (the RT paper's standard transformer) has no e at all: its node pointers are
 w . max(W1 h_i, W2 h_j) and its edge features d0(h_i) + d1(h_j).
 
+`model.pointer_candidates: graph` masks node pointers (not permutation pointers) to the adjacency the
+processor reads: a node then points to a neighbour or itself. The sparse form (relreason.models.sparse:
+a `DecodeContext` with `sparse` set) computes a node pointer's logits only for those candidates, one
+per entry (E,), e_ji read at the reverse entry; every other feature it supports reads only node and
+graph inputs and decodes as dense.
+
 Post-processing turns raw predictions into values: `feedback` (the hint fed to the next step, soft
 or hard) and `harden` (the storage convention, for metrics).
 """
@@ -39,6 +45,7 @@ from relreason.models.config import PointerDecoding
 from relreason.models.encoders import PTR, EdgeInput, check_supported, linear, one_hot
 from relreason.models.noise import Noise
 from relreason.models.precision import float32_apply
+from relreason.models.sparse import SparseGraph
 
 SINKHORN_STEPS = 10  # decoder's log-Sinkhorn iterations (reference decoders.py)
 SINKHORN_TEMPERATURE = 0.1  # reference decoders.py / postprocess
@@ -208,6 +215,8 @@ class DecodeContext:
     node_mask: torch.Tensor  # (B, N) bool
     prev_graph: torch.Tensor | None = None  # (B, D) previous graph state (read with graph_history)
     graph_state: torch.Tensor | None = None  # (B, D) new graph state (read with graph_history)
+    # the sparse form: edge, edge_state and prev_edge are per entry of this graph ((E, ...)) and adj is None
+    sparse: SparseGraph | None = None
 
     def select(self, rows: torch.Tensor) -> "DecodeContext":
         """The samples `rows` only."""
@@ -222,12 +231,14 @@ class FeatureDecoder(nn.Module):
 
     def __init__(self, f: Feature, hidden: int, node_dim: int, edge_dim: int, pointer_decoding: PointerDecoding,
                  carry_edge: bool, inf_bias: bool = False, inf_bias_edge: bool = False,
-                 inputs: DecoderInputs = DecoderInputs()):
+                 inputs: DecoderInputs = DecoderInputs(), restrict_pointers: bool = False):
         super().__init__()
         check_supported(f)
         self.feature = f
         self.hidden, self.edge_dim = hidden, edge_dim
         self.inf_bias, self.inf_bias_edge = inf_bias, inf_bias_edge
+        # model.pointer_candidates: graph (module docstring)
+        self.restrict_pointers = restrict_pointers and f.location is Location.NODE and f.type is Type.POINTER
         self.inputs = inputs
         hn = hidden + 2 * node_dim  # width of h
         k = f.num_classes if f.type is Type.CATEGORICAL else 1
@@ -316,7 +327,10 @@ class FeatureDecoder(nn.Module):
         return pred if f.type is Type.CATEGORICAL else pred.squeeze(-1)
 
     def _node_pointer(self, ctx: DecodeContext) -> torch.Tensor:
-        """(B, N, N) logits: row i is node i's distribution over the node j it points to."""
+        """(B, N, N) logits: row i is node i's distribution over the node j it points to
+        (the sparse form: (E,) logits of the entries (i, j))."""
+        if ctx.sparse is not None:
+            return self._node_pointer_sparse(ctx)
         if self.from_edges:
             logits = self._edge_linear(self.d[0], ctx).squeeze(-1)  # linear(e_ij)
         else:
@@ -328,7 +342,27 @@ class FeatureDecoder(nn.Module):
                                     d[2] if self.edge_width else None, d[3], self._edge_states(ctx))
         if self.inf_bias:
             logits = _inf_bias(logits, ctx.adj)
+        if self.restrict_pointers:
+            logits = logits.masked_fill(~ctx.adj, NEG)
         return logits.masked_fill(~ctx.node_mask[:, None, :], NEG)
+
+    def _node_pointer_sparse(self, ctx: DecodeContext) -> torch.Tensor:
+        """(E,) logits of the entries (i, j): w . max(W1 h_i, W2 h_j + W3 e_ji), each node's candidates."""
+        g, d = ctx.sparse, self.d
+        w12 = torch.cat([d[0].weight, d[1].weight])
+        p1, p2 = F.linear(ctx.h, w12, torch.cat([d[0].bias, d[1].bias])).split(self.hidden, -1)  # (B, N, H) each
+        p1, p2 = p1.reshape(g.nodes, -1), p2.reshape(g.nodes, -1)
+        q = p2[g.col]  # (E, H)
+        if self.edge_width:  # W3 e_ji: the reverse entry's encoded edges and edge states
+            w3, col = d[2], 0
+            if self.inputs.edge_features:
+                col = ctx.edge.width
+                q = q + ctx.edge.project(w3.weight[:, :col])[g.reverse]
+            for state in self._edge_states(ctx):
+                q = q + torch.matmul(state[g.reverse], w3.weight[:, col:col + state.shape[-1]].t())
+                col += state.shape[-1]
+            q = q + w3.bias
+        return d[3](torch.maximum(p1[g.row], q)).squeeze(-1)
 
 
 def _inf_bias(preds: torch.Tensor, adj: torch.Tensor) -> torch.Tensor:
@@ -342,10 +376,12 @@ class Decoders(nn.Module):
 
     def __init__(self, features: list[Feature], hidden: int, node_dim: int, edge_dim: int,
                  pointer_decoding: PointerDecoding, carry_edge: bool, inf_bias: bool = False,
-                 inf_bias_edge: bool = False, inputs: DecoderInputs = DecoderInputs()):
+                 inf_bias_edge: bool = False, inputs: DecoderInputs = DecoderInputs(),
+                 restrict_pointers: bool = False):
         super().__init__()
         self.decoders = nn.ModuleDict({f.name: FeatureDecoder(f, hidden, node_dim, edge_dim, pointer_decoding,
-                                                              carry_edge, inf_bias, inf_bias_edge, inputs)
+                                                              carry_edge, inf_bias, inf_bias_edge, inputs,
+                                                              restrict_pointers)
                                        for f in features})
 
     def forward(self, ctx: DecodeContext, train: bool, generator: torch.Generator | None = None

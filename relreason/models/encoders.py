@@ -20,6 +20,11 @@ dense (B, N, N, H) tensor; `EdgeInput.dense()` gives the dense features when a c
 With `edge_features=False` (a processor that reads no edge features, the RT paper's standard
 transformer) nothing is encoded into edges: edge features and node pointers get no encoder and no
 columns (the EdgeInput has width-0 columns), and only still shape the adjacency.
+
+The sparse form (`encode_inputs_sparse` / `encode_step_sparse`, relreason.models.sparse) encodes the
+same columns with the same weights, edge-located columns per entry of a SparseGraph ((E, F) instead
+of (B, N, N, F)); values arrive in `entry_form` (node pointers per entry). The
+adjacency is the graph's entry set itself, so nothing shapes it.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from torch import nn
 
 from relreason.data.specs import Feature, Location, Spec, Stage, Type
 from relreason.models.config import EncoderInit
+from relreason.models.sparse import SparseGraph, entrywise
 
 # (location, type) pairs the encoders, decoders and losses implement (all that CLRS-30 uses, plus graph pointers).
 SUPPORTED = frozenset({
@@ -69,6 +75,16 @@ def one_hot(index: torch.Tensor, n: int) -> torch.Tensor:
 def model_form(f: Feature, value: torch.Tensor, n: int) -> torch.Tensor:
     """A Batch tensor in the form the encoders read: pointers one-hot over nodes, the rest float."""
     return one_hot(value, n) if f.type in PTR else value.float()
+
+
+def entry_form(f: Feature, value: torch.Tensor, graph: SparseGraph) -> torch.Tensor:
+    """A Batch value in the form the sparse encoders read (relreason.models.sparse): node pointers per
+    entry (E,), edge features gathered per entry (E, ...), everything else as `model_form`."""
+    if entrywise(f):
+        return graph.pointer_values(value)
+    if f.location is Location.EDGE:
+        return graph.gather(value.float())
+    return model_form(f, value, graph.n)
 
 
 @dataclass
@@ -115,9 +131,9 @@ class StepFeatures:
     """The encoded features of one algorithm step."""
 
     node: torch.Tensor  # (B, N, H)
-    edge: EdgeInput  # factored (B, N, N, H)
+    edge: EdgeInput  # factored (B, N, N, H); sparse form: (E, H) per entry
     graph: torch.Tensor  # (B, H)
-    adj: torch.Tensor  # (B, N, N) bool: adjacency | pointers | self loops, padded rows/cols False
+    adj: torch.Tensor | None  # (B, N, N) bool: adjacency | pointers | self loops, padded rows/cols False; sparse: None
 
 
 @dataclass
@@ -247,6 +263,47 @@ class Encoders(nn.Module):
         return EncodedInputs(node + self._bias(Location.NODE), edge_cols, graph + self._bias(Location.GRAPH),
                              adj, node_mask, hint_w, edge_w, self._bias(Location.EDGE))
 
+    def _encode_sparse(self, stage: Stage, values: dict[str, torch.Tensor], node_mask: torch.Tensor
+                       ) -> dict[Location, torch.Tensor | None]:
+        """`_encode` on values in entry form: edge-located columns (E, F), node (B, N, F), graph (B, F)."""
+        dtype = self._anchor().dtype
+        n_real = node_mask.sum(1).clamp(min=1).to(dtype)
+        cols: dict[Location, list[torch.Tensor]] = {loc: [] for loc in Location}
+        for s in filter(self._encodes, self.slots[stage]):
+            cols[s.target].append(self._columns(s, values[s.feature.name].to(dtype), node_mask, n_real))
+        return {loc: (torch.cat(c, -1) if c else None) for loc, c in cols.items()}
+
+    def encode_inputs_sparse(self, inputs: dict[str, torch.Tensor], node_mask: torch.Tensor,
+                             graph: SparseGraph) -> "EncodedInputs":
+        """`encode_inputs` on the entries of `graph` (a relreason.models.sparse.SparseGraph); `inputs`
+        in Batch form. Its `edge_cols` are (E, F_in) and its `adj` None."""
+        B, n = node_mask.shape
+        spec_of = {s.feature.name: s.feature for s in self.slots[Stage.INPUT]}
+        values = {k: entry_form(spec_of[k], v, graph) for k, v in inputs.items() if k in spec_of}
+        cols = self._encode_sparse(Stage.INPUT, values, node_mask)
+        node = self._dense(cols[Location.NODE], self._weights(Stage.INPUT, Location.NODE), (B, n))
+        graph_feats = self._dense(cols[Location.GRAPH], self._weights(Stage.INPUT, Location.GRAPH), (B,))
+        edge_cols = cols[Location.EDGE]
+        if edge_cols is None:
+            edge_cols = self._anchor().new_zeros(graph.entries, 0)
+        hint_w = {loc: self._weights(Stage.HINT, loc) for loc in Location}
+        edge_w = torch.cat([self._weights(Stage.INPUT, Location.EDGE), hint_w[Location.EDGE]], 0)
+        return EncodedInputs(node + self._bias(Location.NODE), edge_cols, graph_feats + self._bias(Location.GRAPH),
+                             None, node_mask, hint_w, edge_w, self._bias(Location.EDGE))
+
+    def encode_step_sparse(self, base: "EncodedInputs", hints: dict[str, torch.Tensor]) -> StepFeatures:
+        """`encode_step` in the sparse form: hint values in entry form; the edges an EdgeInput over (E, F)."""
+        node, graph, edge_cols = base.node, base.graph, base.edge_cols
+        if self.slots[Stage.HINT]:
+            cols = self._encode_sparse(Stage.HINT, hints, base.node_mask)
+            if cols[Location.NODE] is not None:
+                node = node + torch.matmul(cols[Location.NODE], base.hint_w[Location.NODE])
+            if cols[Location.GRAPH] is not None:
+                graph = graph + torch.matmul(cols[Location.GRAPH], base.hint_w[Location.GRAPH])
+            if cols[Location.EDGE] is not None:
+                edge_cols = torch.cat([edge_cols, cols[Location.EDGE]], -1)
+        return StepFeatures(node, EdgeInput(edge_cols, base.edge_w, base.edge_b), graph, None)
+
     def _dense(self, cols: torch.Tensor | None, w: torch.Tensor, lead: tuple[int, ...]) -> torch.Tensor:
         if cols is None:
             return w.new_zeros(*lead, self.hidden)
@@ -272,9 +329,9 @@ class EncodedInputs:
     """The input part of every step's features, computed once per forward pass."""
 
     node: torch.Tensor  # (B, N, H), biases of all node-located encoders included
-    edge_cols: torch.Tensor  # (B, N, N, F_in) raw edge columns of the inputs
+    edge_cols: torch.Tensor  # (B, N, N, F_in) raw edge columns of the inputs; sparse form: (E, F_in)
     graph: torch.Tensor  # (B, H), biases included
-    adj: torch.Tensor  # (B, N, N) bool, padded rows/cols False
+    adj: torch.Tensor | None  # (B, N, N) bool, padded rows/cols False; sparse form: None
     node_mask: torch.Tensor  # (B, N) bool
     hint_w: dict[Location, torch.Tensor]  # (F_hint at that location, H) hint encoder weights
     edge_w: torch.Tensor  # (F_in + F_hint edge columns, H)

@@ -14,6 +14,11 @@ step runs the processor from the carried state and decodes hints[s + 1]. A sampl
 runs max(1, L - 1) steps: afterwards its state is frozen (later steps compute only the samples still
 running), and its outputs are decoded from its own last step. The loop over steps is the only Python
 loop; everything inside is batched.
+
+On large sparse graphs (`model.sparse`, relreason.models.sparse) the same loop runs on edge lists:
+`sparse_graph(batch)` says whether and on which entries; the NetOutput then holds node-pointer
+predictions per entry ((E,) outputs, (E, S) hints) beside the graph, and `loss` and `predict` read them
+over each node's candidates.
 """
 
 from __future__ import annotations
@@ -27,10 +32,11 @@ from torch import nn
 from relreason.data.specs import Spec, Stage
 from relreason.errors import RelreasonError
 from relreason.models.batch import Batch, permutation_mask_of, prepare_spec
-from relreason.models.config import ModelConfig, PointerDecoding, RepredMode, ScalarLoss
+from relreason.models import sparse as sp
+from relreason.models.config import ModelConfig, PointerCandidates, PointerDecoding, RepredMode, ScalarLoss, SparseMode
 from relreason.models.decoders import DecodeContext, Decoders, feedback, fuse_permutation, harden, uniform
-from relreason.models.encoders import Encoders, check_supported, model_form
-from relreason.models.losses import feature_loss_sum
+from relreason.models.encoders import Encoders, check_supported, entry_form, model_form
+from relreason.models.losses import element_mask, feature_loss_sum
 from relreason.models.noise import Noise, Site, as_noise, stream, subset
 from relreason.models.processors import PROCESSORS, Processor, State
 
@@ -45,6 +51,8 @@ class NetOutput:
     # forward(return_state=True): each sample's processor state after its own last step; the edge is that
     # step's edge state (also for processors that do not carry it, e.g. Triplet-GMPNN's triplet messages)
     state: State | None = None
+    # the sparse form's edge list (None: dense); node pointers are then per entry: outputs (E,), hints (E, S)
+    graph: sp.SparseGraph | None = None
 
 
 def _scatter(full: torch.Tensor | None, rows: torch.Tensor, part: torch.Tensor, size: int) -> torch.Tensor:
@@ -87,7 +95,8 @@ class Net(nn.Module):
         self.hint_features = [f for f in self.spec.values() if f.stage is Stage.HINT]
         dec = dict(hidden=cfg.hidden, node_dim=processor.node_dim, edge_dim=processor.edge_dim,
                    pointer_decoding=cfg.pointer_decoding, carry_edge=processor.carry_edge,
-                   inf_bias=processor.inf_bias, inf_bias_edge=processor.inf_bias_edge, inputs=reads)
+                   inf_bias=processor.inf_bias, inf_bias_edge=processor.inf_bias_edge, inputs=reads,
+                   restrict_pointers=cfg.pointer_candidates is PointerCandidates.GRAPH)
         self.output_decoders = Decoders(self.output_features, **dec)
         self.hint_decoders = Decoders(self.hint_features, **dec) if cfg.hint_mode.decode else None
 
@@ -107,6 +116,9 @@ class Net(nn.Module):
         cfg, proc = self.cfg, self.processor
         B, n, device = batch.size, batch.n, batch.device
         noise = as_noise(generator, B)
+        graph = self.sparse_graph(batch, return_state)
+        if graph is not None:
+            return self._forward_sparse(batch, graph, train, noise)
         S = max(1, batch.max_length - 1)
         steps = [max(1, L - 1) for L in batch.lengths.tolist()]  # steps each sample runs
         hard = cfg.hint_repred is not RepredMode.SOFT and not (cfg.hint_repred is RepredMode.HARD_ON_EVAL and train)
@@ -180,6 +192,119 @@ class Net(nn.Module):
         final = State(state.node, final_edge, state.graph) if return_state else None
         return NetOutput(outputs, hints, batch.node_mask, final)
 
+    # -- the sparse form -------------------------------------------------------------------------
+
+    def sparse_graph(self, batch: Batch, return_state: bool = False) -> sp.SparseGraph | None:
+        """The edge list this batch runs on under `model.sparse`, or None when it runs dense
+        (relreason.models.sparse: `auto` only where sparse computes the dense processor's numbers).
+
+        Raises:
+            RelreasonError: `model.sparse: always` where the network or the batch has no sparse form."""
+        mode = self.cfg.sparse
+        if mode is SparseMode.NEVER:
+            return None
+        proc = self.processor
+        problems = sp.static_problems(self.spec, proc, self.cfg.pointer_decoding is PointerDecoding.EDGE, return_state)
+        if mode is SparseMode.AUTO and (problems or proc.sparse_form is not sp.SparseForm.EXACT
+                                        or batch.n < sp.AUTO_MIN_NODES):
+            return None
+        if problems:
+            raise sp.refuse(problems)
+        graph = sp.SparseGraph.from_batch(batch)
+        if mode is SparseMode.AUTO and graph.density > sp.AUTO_MAX_DENSITY:
+            return None
+        problems = sp.data_problems(self.spec, batch, graph)
+        if problems and mode is SparseMode.ALWAYS:
+            raise sp.refuse(problems)
+        return None if problems else graph
+
+    def _forward_sparse(self, batch: Batch, graph: sp.SparseGraph, train: bool, noise: Noise | None) -> NetOutput:
+        """`forward` on the entries of `graph`: every sample runs at every step, a finished sample keeps its
+        state (a per-sample mask) and gets zero hint predictions; its outputs come from its own last step."""
+        cfg, proc = self.cfg, self.processor
+        B, device = batch.size, batch.device
+        S = max(1, batch.max_length - 1)
+        steps = (batch.lengths - 1).clamp(min=1)  # (B,) steps each sample runs
+        hard = cfg.hint_repred is not RepredMode.SOFT and not (cfg.hint_repred is RepredMode.HARD_ON_EVAL and train)
+        reads = proc.decoder_inputs
+        read_prev_edge = proc.carry_edge or reads.edge_history
+
+        def keep(mask: torch.Tensor, a: torch.Tensor | None, b: torch.Tensor | None, per_entry: bool):
+            """Per sample (mask (B,)): a where mask else b; per_entry: a, b are (E, ...)."""
+            if a is None:
+                return None
+            m = mask[graph.entry_graph] if per_entry else mask
+            return torch.where(m.view(-1, *([1] * (a.dim() - 1))), a, b)
+
+        base = self.encoders.encode_inputs_sparse(batch.inputs, batch.node_mask, graph)
+        state = proc.initial_state_sparse(graph, base.node.dtype)
+        edge0 = state.edge
+        # hint predictions, each written into one (E, S) or (B, S, ...) buffer made at the first step: on long
+        # trajectories (dfs: 3n steps) small per-step tensors between the step's temporaries fragment the heap
+        hints: dict[str, torch.Tensor] = {}
+        prev: dict[str, torch.Tensor] = {}
+        outputs: dict[str, torch.Tensor] = {}
+        for s in range(S):
+            running = steps > s  # (B,)
+            if not bool(running.any()):  # only when hints were padded past every sample's length
+                continue
+            values = self._hint_inputs_sparse(batch, graph, s, prev, train, hard,
+                                              stream(noise, Site.TEACHER_FORCING, s))
+            feats = self.encoders.encode_step_sparse(base, values)
+            new = State(state.node, state.edge if proc.carry_edge else edge0, state.graph)
+            for _ in range(cfg.processor_steps):
+                new = proc.forward_sparse(feats.node, feats.edge, feats.graph, new, graph, batch.node_mask)
+                if new.graph is None:
+                    new = replace(new, graph=state.graph)
+            if train and cfg.dropout > 0:
+                drop = uniform(new.node.shape, device, stream(noise, Site.DROPOUT, s)) >= cfg.dropout
+                new = replace(new, node=new.node * drop / (1.0 - cfg.dropout))
+            ctx = DecodeContext(
+                h=torch.cat([feats.node, state.node, new.node], -1),  # (B, N, H + 2D)
+                edge=feats.edge if reads.edge_features else None, edge_state=new.edge if proc.edge_dim else None,
+                prev_edge=state.edge if read_prev_edge and proc.edge_dim else None,
+                graph=feats.graph, adj=None, node_mask=batch.node_mask,
+                prev_graph=state.graph if reads.graph_history else None,
+                graph_state=new.graph if reads.graph_history else None, sparse=graph)
+            if self.hint_decoders is not None:
+                raw = self.hint_decoders(ctx, train, stream(noise, Site.HINT_DECODERS, s))
+                prev = {k: keep(running, v, torch.zeros_like(v), sp.entrywise(self.spec[k])) for k, v in raw.items()}
+                for k, v in prev.items():
+                    if k not in hints:
+                        hints[k] = v.new_zeros((v.shape[0], S) + tuple(v.shape[1:]))
+                    hints[k][:, s] = v
+            ending = steps == s + 1
+            if bool(ending.any()):
+                out = self.output_decoders(ctx, train, stream(noise, Site.OUTPUT_DECODERS, s))
+                outputs = {k: keep(ending, v, outputs.get(k, torch.zeros_like(v)), sp.entrywise(self.spec[k]))
+                           for k, v in out.items()}
+            new_edge = new.edge if proc.carry_edge else state.edge
+            state = State(keep(running, new.node, state.node, False), keep(running, new_edge, state.edge, True),
+                          keep(running, new.graph, state.graph, False))
+        return NetOutput(outputs, hints, batch.node_mask, None, graph)
+
+    def _hint_inputs_sparse(self, batch: Batch, graph: sp.SparseGraph, s: int, prev: dict[str, torch.Tensor],
+                            train: bool, hard: bool, generator: Noise | None) -> dict[str, torch.Tensor]:
+        """`_hint_inputs` in entry form (relreason.models.encoders.entry_form), for every sample."""
+        if not self.cfg.hint_mode.encode:
+            return {}
+        tf = self.cfg.teacher_forcing
+
+        def truth() -> dict[str, torch.Tensor]:
+            return {f.name: entry_form(f, batch.hints[f.name][:, s], graph) for f in self.hint_features}
+
+        if s == 0 or (train and tf >= 1.0):
+            return truth()
+        scalar_grad = self.cfg.hint_repred is RepredMode.HARD_SCALAR_GRAD
+        decoded = {f.name: sp.pointer_feedback(prev[f.name], hard, graph) if sp.entrywise(f)
+                   else feedback(f, prev[f.name], hard, batch.node_mask, scalar_grad) for f in self.hint_features}
+        if not (train and tf > 0.0):
+            return decoded
+        force = uniform(batch.size, batch.device, generator) < tf  # (B,)
+        gt = truth()
+        return {k: _where(force[graph.entry_graph] if sp.entrywise(self.spec[k]) else force, gt[k], v)
+                for k, v in decoded.items()}
+
     def _hint_inputs(self, batch: Batch, s: int, prev: dict[str, torch.Tensor], rows: torch.Tensor | None,
                      train: bool, hard: bool, generator: Noise | None) -> dict[str, torch.Tensor]:
         """The hint values encoded at step s for the running samples `rows` (None: all), model form."""
@@ -216,17 +341,22 @@ class Net(nn.Module):
         numbers: dict[str, torch.Tensor] = {}
         every = torch.ones(batch.size, dtype=torch.bool, device=batch.device)
         relative = self.cfg.scalar_loss is ScalarLoss.RELATIVE
+        graph = out.graph
+
+        def term(f, pred, truth, valid, **kw):
+            if graph is not None and sp.entrywise(f):  # per-entry logits, over each node's candidates
+                return sp.pointer_loss_sum(pred, truth, element_mask(f, valid, batch.node_mask), graph)
+            return feature_loss_sum(f, pred, truth, valid, batch.node_mask, **kw)
+
         for f in self.output_features:
             k = f"output.{f.name}"
-            sums[k], numbers[k] = feature_loss_sum(f, out.outputs[f.name], batch.outputs[f.name], every,
-                                                   batch.node_mask, relative=relative)
+            sums[k], numbers[k] = term(f, out.outputs[f.name], batch.outputs[f.name], every, relative=relative)
         if self.hint_decoders is not None:
             steps = batch.max_length - 1  # hint targets hints[1:]; predictions past them (T = 1) are unused
             valid = batch.lengths[:, None] > torch.arange(1, steps + 1, device=batch.device)[None, :]  # (B, steps)
             for f in self.hint_features:
                 k = f"hint.{f.name}"
-                sums[k], numbers[k] = feature_loss_sum(f, out.hints[f.name][:, :steps], batch.hints[f.name][:, 1:],
-                                                       valid, batch.node_mask)
+                sums[k], numbers[k] = term(f, out.hints[f.name][:, :steps], batch.hints[f.name][:, 1:], valid)
         number = torch.stack(list(numbers.values()))  # (K,)
         # a term with no valid element is 0, not NaN (the reference's max(count, eps))
         terms = torch.stack(list(sums.values())) / (number.clamp(min=1) if counts is None else counts(number))
@@ -241,7 +371,11 @@ class Net(nn.Module):
         preds: dict[str, torch.Tensor] = {}
         for raws in (out.outputs, out.hints):
             for name, raw in raws.items():
-                preds[name] = harden(self.spec[name], raw, out.node_mask)
+                f = self.spec[name]
+                if out.graph is not None and sp.entrywise(f):
+                    preds[name] = sp.pointer_indices(raw, out.graph)
+                else:
+                    preds[name] = harden(f, raw, out.node_mask)
         for name in list(preds):
             if permutation_mask_of(self.spec, name):
                 base = name[: -len("_mask")]

@@ -136,3 +136,15 @@ def test_a_closed_pipe_in_a_shell_pipeline(dataset):
                          env={**os.environ, "RELREASON_PROGRESS": "0"})
     assert res.returncode == 0 and res.stderr == "", res.stderr
     assert len(res.stdout.splitlines()) == 1
+
+
+def test_eval_sparse_sets_model_sparse(trained):
+    """`--sparse` is `--set model.sparse=...`: `never` is the dense path `auto` takes on these small
+    graphs; `always` runs the MPNN on edge lists, messages along the edges only (another model: other scores)."""
+    _, result, _ = trained
+    default = json.loads(succeeds(relreason("eval", result["run"], "--json", "--hints")))
+    off = json.loads(succeeds(relreason("eval", result["run"], "--sparse", "never", "--json", "--hints")))
+    on = json.loads(succeeds(relreason("eval", result["run"], "--sparse", "always", "--json", "--hints")))
+    assert off == default
+    assert (on["outputs"], on["hints"]) != (off["outputs"], off["hints"])
+    fails(relreason("eval", result["run"], "--sparse", "sometimes"), 1, "model.sparse: unknown value 'sometimes'")

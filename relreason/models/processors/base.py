@@ -46,13 +46,14 @@ from torch import nn
 from relreason.errors import RelreasonError
 from relreason.models.decoders import DecoderInputs
 from relreason.models.entry import ModelEntry
+from relreason.models.sparse import SparseForm, SparseGraph
 from relreason.registry import Registry
 
 
 @dataclass
 class State:
     node: torch.Tensor  # (B, N, H)
-    edge: torch.Tensor | None = None  # (B, N, N, E)
+    edge: torch.Tensor | None = None  # (B, N, N, E); in the sparse form (E_entries, E) per entry (forward_sparse)
     graph: torch.Tensor | None = None  # (B, H)
 
 
@@ -72,6 +73,9 @@ class Processor(nn.Module, abc.ABC):
     # What the decoders read besides [node features, previous, new node state]
     # (relreason.models.decoders.DecoderInputs); the default is the CLRS reference's decoders.
     decoder_inputs: DecoderInputs = DecoderInputs()
+    # What `forward_sparse` computes on edge lists (relreason.models.sparse.SparseForm): NONE (no sparse
+    # form), EXACT (the dense numbers) or EDGES (messages along edges where the dense form uses all pairs).
+    sparse_form: SparseForm = SparseForm.NONE
 
     def __init__(self, cfg, hidden: int):
         super().__init__()
@@ -84,6 +88,20 @@ class Processor(nn.Module, abc.ABC):
         edge = torch.zeros(batch, n, n, self.edge_dim, device=device, dtype=dtype) if self.edge_dim else None
         return State(torch.zeros(batch, n, self.node_dim, device=device, dtype=dtype), edge,
                      torch.zeros(batch, self.node_dim, device=device, dtype=dtype))
+
+    def initial_state_sparse(self, graph: SparseGraph, dtype: torch.dtype = torch.float32) -> State:
+        """`initial_state` in the sparse form: the edge state (E, edge_dim) per entry of `graph`."""
+        device = graph.device
+        edge = torch.zeros(graph.entries, self.edge_dim, device=device, dtype=dtype) if self.edge_dim else None
+        return State(torch.zeros(graph.size, graph.n, self.node_dim, device=device, dtype=dtype), edge,
+                     torch.zeros(graph.size, self.node_dim, device=device, dtype=dtype))
+
+    def forward_sparse(self, node_in: torch.Tensor, edge_in, graph_in: torch.Tensor, state: State,
+                       graph: SparseGraph, node_mask: torch.Tensor) -> State:
+        """One algorithm step on the entries of `graph` (relreason.models.sparse): node_in (B, N, H),
+        edge_in an EdgeInput of raw columns (E, F), graph_in (B, H), state.edge (E, edge_dim) or None.
+        Returns the State with its edge state per entry. Implemented where `sparse_form` is not NONE."""
+        raise NotImplementedError(f"{type(self).__name__} has no sparse form")
 
     @abc.abstractmethod
     def forward(self, node_in: torch.Tensor, edge_in: torch.Tensor, graph_in: torch.Tensor, state: State,

@@ -12,6 +12,12 @@ node i, over the j with adj[i, j] (softmax over the second node axis), as the re
 
 Every processor here accepts the factored edge input (`EdgeInput`, `factored_edges = True`):
 a linear map of the edge features is then folded into the encoder's small matrix.
+
+Sparse forms (`forward_sparse`, relreason.models.sparse), with the same modules and weights: Deep Sets,
+PGN, PGN-masked, GAT and GATv2 compute their dense numbers on the edge list (attention: a segment
+softmax over each node's entries). Triplet-GMPNN's dense messages and triplets range over all nodes;
+its sparse form passes messages along the entries and takes each entry (j, k)'s triplet maximum over
+the i adjacent to both j and k (the wedges of the edge list; i = j always is one), another model.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from relreason.errors import RelreasonError
 from relreason.models.encoders import EdgeInput, linear
 from relreason.models.precision import float32_apply
 from relreason.models.processors.base import Processor, State, masked_fill_value, register_processor
-from relreason.models.processors.mpnn import MPNN, MPNNConfig
+from relreason.models.processors.mpnn import MPNN, MPNNConfig, fused_linear
+from relreason.models.sparse import SparseForm, SparseGraph, segment_max, segment_softmax, segment_sum
 
 # Elements of one chunk (B, c, T, N, N) of triplet sums in the backward: 2^24 floats = 64 MB.
 TRIPLET_CHUNK_ELEMENTS = 1 << 24
@@ -147,6 +154,18 @@ class TripletMessages(nn.Module):
         tri = tri + t2[:, :, None, :] + t3[:, None, :, :] + te3 + self.graph(graph_in)[:, None, None, :]
         return F.relu(self.out(tri))  # (B, N, N, H)
 
+    def sparse(self, z: torch.Tensor, edge_in: EdgeInput, graph_in: torch.Tensor, graph: SparseGraph) -> torch.Tensor:
+        """The triplet messages of the entries (j, k), each a maximum over the i with entries (i, j) and
+        (i, k) (`graph.wedges`): (E, H)."""
+        b, n, _ = z.shape
+        t1, t2, t3 = self.node(z).reshape(b * n, -1).split(self.features, dim=-1)  # 3 x (B * N, T)
+        te1, te2, te3 = edge_in.project(self.edge.weight, self.edge.bias).split(self.features, dim=-1)  # 3 x (E, T)
+        first, second, target = graph.wedges  # (W,) entries (i, j), (i, k), (j, k)
+        a = t1[graph.row] + te1  # (E, T): [i, j]
+        tri = segment_max(a[first] + te2[second], target, graph.entries)  # (E, T)
+        tri = tri + t2[graph.row] + t3[graph.col] + te3 + self.graph(graph_in)[graph.entry_graph]
+        return F.relu(self.out(tri))  # (E, H)
+
 
 @register_processor("deepsets", MPNNConfig, "Deep Sets: MPNN with self-loops only", paper="Zaheer et al. 2017",
                     recipes={"clrs": "deepsets"})
@@ -154,17 +173,25 @@ class DeepSets(MPNN):
     """The reference's DeepSets: the MPNN with the adjacency replaced by the identity."""
 
     restrict_to_adj = True
+    sparse_form = SparseForm.EXACT
 
     def forward(self, node_in, edge_in, graph_in, state: State, adj, node_mask) -> State:
         b, n, _ = node_in.shape
         eye = torch.eye(n, dtype=torch.bool, device=node_in.device).expand(b, n, n)  # (B, N, N)
         return super().forward(node_in, edge_in, graph_in, state, eye, node_mask)
 
+    def forward_sparse(self, node_in, edge_in: EdgeInput, graph_in, state: State, graph: SparseGraph,
+                       node_mask) -> State:
+        loops, keep = graph.loops()  # the self-loops: Deep Sets' message graph
+        own = EdgeInput(edge_in.raw[keep], edge_in.weight, edge_in.bias)
+        return super().forward_sparse(node_in, own, graph_in, state, loops, node_mask)
+
 
 @register_processor("pgn", MPNNConfig, "Pointer Graph Network: MPNN restricted to the adjacency",
                     paper="Veličković et al. 2020", recipes={"clrs": "pgn"})
 class PGN(MPNN):
     restrict_to_adj = True
+    sparse_form = SparseForm.EXACT
 
 
 @register_processor("pgn_masked", MPNNConfig, "PGN whose decoders only point along the adjacency",
@@ -226,6 +253,19 @@ class TripletGMPNN(MPNN):
             out = out * gate + state.node * (1 - gate)
         return State(out, self.triplets(z, edge_in, graph_in, node_mask), state.graph)
 
+    def forward_sparse(self, node_in, edge_in: EdgeInput, graph_in, state: State, graph: SparseGraph,
+                       node_mask) -> State:
+        """`forward` along the entries: messages and triplets per entry (module docstring); edge state (E, H)."""
+        z = torch.cat([node_in, state.node], -1)  # (B, N, 2H)
+        agg = self.aggregate_sparse(edge_in, graph_in, graph, fused_linear(z, self.m1, self.m2))  # (B, N, H)
+        out = torch.relu(self.o1(z) + self.o2(agg))
+        if self.ln is not None:
+            out = self.ln(out)
+        if self.gated:
+            gate = torch.sigmoid(self.gate_out(torch.relu(self.gate_z(z) + self.gate_agg(agg))))
+            out = out * gate + state.node * (1 - gate)
+        return State(out, self.triplets.sparse(z, edge_in, graph_in, graph), state.graph)
+
 
 @dataclass
 class GATConfig:
@@ -258,6 +298,13 @@ class GATScores(nn.Module):
                              add=a1[:, :, None] + a2[:, None, :] + self.att_g(graph_in)[:, None, None])
         return F.leaky_relu(logits, LEAKY_SLOPE)  # (B, I, J, heads)
 
+    def sparse(self, z: torch.Tensor, edge_in: EdgeInput, graph_in: torch.Tensor, graph: SparseGraph) -> torch.Tensor:
+        """The logits of the entries (i, j): (E, heads)."""
+        b, n, _ = z.shape
+        a1, a2 = self.att_z(z).reshape(b * n, -1).split(self.heads, dim=-1)  # (B * N, heads) each
+        add = a1[graph.row] + a2[graph.col] + self.att_g(graph_in)[graph.entry_graph]
+        return F.leaky_relu(edge_in.project(self.att_e.weight, self.att_e.bias, add=add), LEAKY_SLOPE)
+
 
 class GATv2Scores(nn.Module):
     """GATv2 logits (reference GATv2): a_h . leaky_relu(w_1(z_j) + w_2(z_i) + w_e(e_ij) + w_g(g))_h,
@@ -285,6 +332,14 @@ class GATv2Scores(nn.Module):
         pre = F.leaky_relu(pre, LEAKY_SLOPE).view(b, n, n, self.heads, self.head_dim)  # (B, I, J, heads, F)
         return (pre * self.score).sum(-1)  # (B, I, J, heads)
 
+    def sparse(self, z: torch.Tensor, edge_in: EdgeInput, graph_in: torch.Tensor, graph: SparseGraph) -> torch.Tensor:
+        """The logits of the entries (i, j): (E, heads)."""
+        b, n, _ = z.shape
+        w1, w2 = self.pre_z(z).reshape(b * n, -1).split(self.hidden, dim=-1)  # (B * N, H) each
+        add = w1[graph.col] + w2[graph.row] + self.pre_g(graph_in)[graph.entry_graph]
+        pre = F.leaky_relu(edge_in.project(self.pre_e.weight, self.pre_e.bias, add=add), LEAKY_SLOPE)  # (E, H)
+        return (pre.view(-1, self.heads, self.head_dim) * self.score).sum(-1)  # (E, heads)
+
 
 class _GraphAttention(Processor):
     """Shared body of GAT and GATv2: multi-head attention of node i over the j with adj[i, j]
@@ -296,6 +351,7 @@ class _GraphAttention(Processor):
 
     scores: type[nn.Module] = GATScores
     factored_edges = True  # edge_in may be an EdgeInput: only linear maps of it are taken
+    sparse_form = SparseForm.EXACT  # attention over the adjacency: a segment softmax over each node's entries
 
     def __init__(self, cfg: GATConfig, hidden: int, z_dim: int | None = None):
         super().__init__(cfg, hidden)
@@ -330,6 +386,24 @@ class _GraphAttention(Processor):
         out = torch.einsum("bijh,bjhf->bihf", coefs, values.view(b, n, self.heads, self.head_dim))
         out = F.relu(out.reshape(b, n, h) + skip)
         return self.norm(out)
+
+    def forward_sparse(self, node_in, edge_in: EdgeInput, graph_in, state: State, graph: SparseGraph,
+                       node_mask) -> State:
+        out = self.update_sparse(torch.cat([node_in, state.node], dim=-1), edge_in, graph_in, graph)  # (B, N, H)
+        for layer in self.stack:
+            out = layer.update_sparse(out, edge_in, graph_in, graph)
+        return State(out)
+
+    def update_sparse(self, z: torch.Tensor, edge_in: EdgeInput, graph_in: torch.Tensor,
+                      graph: SparseGraph) -> torch.Tensor:
+        """`update` on the entries: node i attends over its entries (i, j). (B, N, H)."""
+        b, n, _ = z.shape
+        h = self.hidden
+        coefs = segment_softmax(self.logits.sparse(z, edge_in, graph_in, graph), graph.row, graph.nodes)  # (E, heads)
+        values, skip = self.values_skip(z).split(h, dim=-1)  # (B, N, H) each
+        sent = values.reshape(b * n, self.heads, self.head_dim)[graph.col]  # (E, heads, F)
+        out = segment_sum(coefs[..., None] * sent, graph.row, graph.nodes)  # (B * N, heads, F)
+        return self.norm(F.relu(out.reshape(b, n, h) + skip))
 
 
 @register_processor("gat", GATConfig, "Graph attention network, adjacency-masked", paper="Veličković et al. 2018",

@@ -15,6 +15,12 @@ authors' fork does for its baselines (processors.py: `nb_layers` Basic_MPNN laye
 Table 2 `num_layers`): layer l >= 2 reads z = the previous layer's output (B, N, H) alone, with this
 step's edge and graph features. (`model.processor_steps` instead repeats one set of weights, each
 time on [node_in, state].)
+
+Sparse form (`forward_sparse`, relreason.models.sparse): the same formulas with one message per entry
+(i, j) of the edge list and agg_j = the segment maximum over j's entries. For PGN (and Deep Sets) that
+is the dense computation; the dense MPNN sends messages between all node pairs, so its sparse form,
+messages along the graph's edges and self-loops (as SALSA-CLRS runs it), is another model: with the
+same weights it equals the dense PGN.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from relreason.errors import RelreasonError
 from relreason.models.encoders import EdgeInput, linear
 from relreason.models.precision import float32_apply
 from relreason.models.processors.base import Processor, State, masked_fill_value, register_processor
+from relreason.models.sparse import SparseForm, SparseGraph, segment_max
 
 
 @dataclass
@@ -50,6 +57,7 @@ class MPNN(Processor):
 
     restrict_to_adj = False  # MPNN: every real node sends to every node
     factored_edges = True  # accepts an EdgeInput in place of the dense (B, N, N, H) edge tensor
+    sparse_form = SparseForm.EDGES  # sparse: messages along the edges only (module docstring)
 
     def __init__(self, cfg: MPNNConfig, hidden: int, z_dim: int | None = None):
         super().__init__(cfg, hidden)
@@ -106,6 +114,42 @@ class MPNN(Processor):
             allowed = None
         params = [t for layer in self.mlp for t in (layer.weight, layer.bias)]
         return float32_apply(_Messages.apply, receiver, sender, raw, wc, allowed, *params)
+
+
+    # -- sparse form (relreason.models.sparse) --------------------------------------------------------
+
+    def forward_sparse(self, node_in: torch.Tensor, edge_in: EdgeInput, graph_in: torch.Tensor, state: State,
+                       graph: SparseGraph, node_mask: torch.Tensor) -> State:
+        out = self.update_sparse(torch.cat([node_in, state.node], -1), edge_in, graph_in, graph)  # (B, N, H)
+        for layer in self.stack:
+            out = layer.update_sparse(out, edge_in, graph_in, graph)
+        return State(out, None, state.graph)
+
+    def update_sparse(self, z: torch.Tensor, edge_in: EdgeInput, graph_in: torch.Tensor,
+                      graph: SparseGraph) -> torch.Tensor:
+        """`update` along the entries of `graph`: (B, N, H)."""
+        m1, m2, o1 = fused_linear(z, self.m1, self.m2, self.o1)
+        agg = self.aggregate_sparse(edge_in, graph_in, graph, (m1, m2))  # (B, N, H)
+        out = torch.relu(o1 + self.o2(agg))
+        return out if self.ln is None else self.ln(out)
+
+    def aggregate_sparse(self, edge_in: EdgeInput, graph_in: torch.Tensor, graph: SparseGraph,
+                         m12: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """`aggregate` along the entries: agg_j = max over the entries (i, j) of
+        MLP(relu(m1(z_j) + m2(z_i) + me(e_ij) + mg(g))), 0 for a node without entries: (B, N, H)."""
+        m1, m2 = m12  # (B, N, H) each
+        B, N, H = m1.shape
+        sender = (m2 + self.mg(graph_in)[:, None, :]).reshape(B * N, H)
+        edge = edge_in.project(self.me.weight, self.me.bias)  # (E, H)
+        x = m1.reshape(B * N, H)[graph.col] + sender[graph.row] + edge  # (E, H): receiver j = col, sender i = row
+        return segment_max(message_mlp(x, self.mlp), graph.col, graph.nodes).view(B, N, H)
+
+
+def message_mlp(x: torch.Tensor, layers: nn.ModuleList) -> torch.Tensor:
+    """The message MLP of `_Messages` on per-entry pre-activations (E, H): (ReLU, Linear)* (none: x itself)."""
+    for layer in layers:
+        x = layer(torch.relu(x))
+    return x
 
 
 def fused_linear(x: torch.Tensor, *layers: nn.Linear) -> tuple[torch.Tensor, ...]:
