@@ -25,7 +25,7 @@ from relreason.data.specs import spec_hash, spec_to_json
 from relreason.data.trajectory import Dataset, Trajectory
 from relreason.errors import RelreasonError
 
-MAX_SIZE = 1024  # nodes; edge features are [N, N] per step, so beyond this a split does not fit in memory
+MAX_SIZE = 1600  # nodes (SALSA-CLRS's largest test size); edge features are [N, N] per step, so beyond this a split does not fit in memory
 MAX_NUM = 10_000_000
 CHUNK_BYTES = 256 * 2**20  # target size of one chunk's arrays: bounds memory, does not change the data
 # `generate` holds the whole split in memory anyway: a split up to this size is one chunk, which saves
