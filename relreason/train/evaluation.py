@@ -192,7 +192,7 @@ def evaluate_grid(target=None, graphs: list[str | None] = ("clrs",), sizes: list
             res = workload.evaluate(which, on_examples, size=size, num=num, seed=seed,
                                     batch_size=plan.batch(graph, size, batch_size), graph=graph)
             seeds = split_seeds(workload, which, size, num, seed, graph)
-            plan.release(workload)
+            plan.release()
             return {**res, "graph": evaluated_graph(cfg, which, graph), "seed": seeds}
 
         return {**_described(path, cfg, workload, which), "run": str(run_of(path)), "train_seed": cfg.train.seed,
@@ -273,11 +273,10 @@ class SizePlan:
             fits.append(min(est.batch(), _pick_batch(None, None, net, ds)))  # never above today's automatic batch
         return min(fits)
 
-    def release(self, workload) -> None:
-        """Forgets the splits evaluated so far: a sweep holds one size's data at a time."""
-        forget = getattr(workload, "forget_evaluation_data", None)
-        if forget is not None and self.estimates:
-            forget()
+    def release(self) -> None:
+        """Forgets the splits evaluated so far (a sweep holds one size's data at a time)."""
+        if self.estimates:  # only NAR workloads get estimates
+            self.workload.forget_evaluation_data()
 
 
 def check_size(cfg, task, size: int, num: int | None, seed: int | None, graph: str | None) -> None:
@@ -313,13 +312,10 @@ def split_num(cfg, task, num: int | None) -> int:
     return canonical_split(task.algorithm, "test").num
 
 
-PROBE_MIN = 8  # smallest probe size when the algorithm allows it: below, fixed costs hide how memory grows
-
-
 def footprint(cfg, workload, task_index: int, graph: str | None, largest: int):
     """How a run's model uses memory on one task's test graphs (`graph`: the family; None: the run's),
     measured on two small splits drawn into a temporary directory (relreason.eval.memory)."""
-    from relreason.eval.memory import PROBE_MAX, PROBE_NUM, PROBE_SEED, Footprint
+    from relreason.eval.memory import PROBE_MAX, PROBE_MIN, PROBE_NUM, PROBE_SEED, Footprint
 
     task = workload.tasks[task_index]
     net = workload.built.net(task.name)
@@ -333,8 +329,9 @@ def footprint(cfg, workload, task_index: int, graph: str | None, largest: int):
         data = dataclasses.replace(data, graph=graph, graph_splits=("test",))
     with tempfile.TemporaryDirectory(prefix="relreason-probe-") as tmp:
         data = dataclasses.replace(data, data_dir=tmp)
-        probes = [(size, task.load("test", data, size=size, num=PROBE_NUM, seed=PROBE_SEED)) for size in (lo, hi)]
-        return Footprint.measure(net, probes, workload.device, f"{cfg.model_name} at width {width}")
+        splits = {size: task.load("test", data, size=size, num=PROBE_NUM, seed=PROBE_SEED) for size in {lo, hi}}
+        return Footprint.measure(net, [(lo, splits[lo]), (hi, splits[hi])], workload.device,
+                                 f"{cfg.model_name} at width {width}")
 
 
 def smallest_size(cfg, task, graph: str | None) -> int:
