@@ -136,16 +136,23 @@ def plot_cmd(
                                                      show_default="none: give PATHS")] = None,
     out_file: Annotated[Optional[Path], typer.Option(
         "--out", help="Figure file, .png, .svg or .pdf (default: FIRST_RUN/curves.png, DIR/curves.png with --runs, "
-                "ABLATION/bars.png).",
+                "ABLATION/bars.png; --ood: FIRST_RUN/ood.png or SWEEP.png).",
         show_default=False)] = None,
+    ood: Annotated[bool, typer.Option("--ood", help="Plot size sweeps instead (score against size): PATHS are sweep "
+                                                    "files of `relreason eval --ood LIST --save`, or run directories "
+                                                    "holding one (ood_sweep.json).")] = False,
+    by: Annotated[str, typer.Option("--by", help="With --ood: a line per run, or per model (the seeds as a band, "
+                                                 "mean ± std).")] = "run",
 ) -> None:
     """Plot learning curves of runs (validation score and training loss against examples, one line
-    per run), or the bar chart of an ablation (mean ± std per task and variant). Prints the file.
+    per run), the bar chart of an ablation (mean ± std per task and variant), or with --ood the scores
+    of size sweeps against size. Prints the file.
 
     Examples:\n
       relreason plot runs/mpnn-bfs-s42 runs/rt-bfs-s42\n
       relreason plot --runs ablations/no-edge-updates/rt --out rt-curves.svg\n
-      relreason plot ablations/no-edge-updates
+      relreason plot ablations/no-edge-updates\n
+      relreason plot --ood runs/mpnn-bfs-s1 runs/mpnn-bfs-s2 runs/rt-bfs-s1 --by model --out sizes.svg
     """
     from relreason.eval.plot import FORMATS, ablation_figure, curves_figure, require_matplotlib, save_figure
     from relreason.eval.runs import load_runs, read_ablation
@@ -155,6 +162,11 @@ def plot_cmd(
         raise RelreasonError(f"unknown figure format {out_file.suffix or '(none)'!r} in --out {out_file}",
                              "end --out with " + ", ".join(f".{f}" for f in FORMATS))
     paths = list(paths or [])
+    if ood:
+        ood_plot(paths, runs_dir, by, out_file)
+        return
+    if by != "run":
+        raise RelreasonError("--by groups the lines of size sweeps", "add --ood, or drop --by")
     if not paths and runs_dir is None:
         raise RelreasonError("nothing to plot", "name run directories or an ablation folder, or pass --runs DIR")
     ablations = [(p, read_ablation(p)) for p in paths]
@@ -172,4 +184,21 @@ def plot_cmd(
         fig = curves_figure(runs)
         default = runs[0].path if paths else runs_dir  # the first run named, else the folder plotted
         target = out_file if out_file is not None else default / "curves.png"
+    out.print(str(save_figure(fig, target)), highlight=False)
+
+
+def ood_plot(paths: list[Path], runs_dir: Optional[Path], by: str, out_file: Optional[Path]) -> None:
+    """`plot --ood`: the sweeps named (files, or run directories holding ood_sweep.json) in one figure."""
+    from relreason.eval.grid import read_sweep, sweep_path
+    from relreason.eval.plot import ood_figure, save_figure
+
+    if runs_dir is not None:
+        raise RelreasonError("--runs lists runs for learning curves; --ood plots the sweeps named",
+                             "name the sweep files or run directories")
+    if not paths:
+        raise RelreasonError("nothing to plot", "name sweep files or run directories: relreason plot --ood runs/NAME")
+    fig = ood_figure([(str(p), read_sweep(p)) for p in paths], by)
+    first = sweep_path(paths[0])
+    target = out_file if out_file is not None else (first.parent / "ood.png" if Path(paths[0]).is_dir()
+                                                    else first.with_suffix(".png"))
     out.print(str(save_figure(fig, target)), highlight=False)

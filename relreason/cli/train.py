@@ -158,17 +158,22 @@ def _graph_task(task: str) -> None:
                              "drop --graph")
 
 
+OOD_GRAMMAR = "a list of sizes and ranges: 64; 16,32,64; 16-64:16 (every 16th); 16-256:x2 (doubling); 8-12 (every size)"
+
+
 @report_errors
 def eval_cmd(
     run_dir: Annotated[Optional[Path], typer.Argument(help="Run or checkpoint directory (default: newest run).",
                                                       show_default=False, readable=False)] = None,
-    ood: Annotated[Optional[int], typer.Option("--ood", help="Test at this many nodes (64 = canonical CLRS test; "
-                                               "lobsters: the backbone length).", show_default="the run's test size")] = None,
+    ood: Annotated[Optional[str], typer.Option(
+        "--ood", help="Test at this many nodes (64 = canonical CLRS test; lobsters: the backbone length), or at "
+                      f"several, one table: {OOD_GRAMMAR}. Each size is drawn with the split's seed (or --seed).",
+        show_default="the run's test size")] = None,
     split: Annotated[Optional[str], typer.Option("--split", help="Split: val or test (default: test).",
                                                  show_default=False)] = None,
     num: Annotated[Optional[int], typer.Option("--num", help="Number of samples (default: the split's).",
                                                show_default=False)] = None,
-    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the evaluated samples.",
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the evaluated samples, at every size.",
                                                 show_default="the split's")] = None,
     sizes: Annotated[Optional[str], typer.Option("--sizes", help="Text tasks: lengths to test, e.g. 10,12,14.",
                                                  show_default="the split's")] = None,
@@ -187,16 +192,27 @@ def eval_cmd(
     dump: Annotated[Optional[Path], typer.Option("--dump", help="Text runs: also write every example evaluated "
                                                  "with the model's answer to this JSONL file (what `relreason score` "
                                                  "reads).", show_default="none: no file")] = None,
+    save: Annotated[Optional[Path], typer.Option(
+        "--save", help="Keep the table as a sweep file (JSON, what `relreason plot --ood` reads); a directory, "
+                       "e.g. the run's, gets DIR/ood_sweep.json.", show_default="none: no file")] = None,
+    memory_check: Annotated[bool, typer.Option(
+        "--memory-check/--no-memory-check", help="Refuse --ood sizes whose estimated memory for one sample does not "
+                                                 "fit, before anything runs (--no-memory-check: try them anyway).")
+    ] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate a checkpoint with its task's metric (per output feature, and the task score).
 
+    Sizes are checked before anything runs: one whose estimated memory for a single sample exceeds
+    what is available is refused with the estimate.
+
     Examples:\n
       relreason eval --ood 64\n
       relreason eval runs/mpnn-bellman_ford-s42-20261121-101500 --ood 128 --num 64\n
+      relreason eval runs/myrun --ood 16-256:x2 --save runs/myrun\n
       relreason eval runs/myrun/last --split val --hints --json\n
       relreason eval runs/transnar-run --dump answers.jsonl\n
-      relreason eval --ood 64 --graph clrs,er,ws,delaunay\n
+      relreason eval --ood 16,64 --graph clrs,er,ws,delaunay\n
       relreason eval runs/pgn-bfs-s42-20261121-101500 --sparse always --ood 256
     """
     from relreason.data.families import graph_name, parse_graphs
@@ -207,20 +223,26 @@ def eval_cmd(
 
     if device is not None:
         resolve_device(device)
+    ood_sizes = parse_ood(ood) if ood is not None else None
     size_list = parse_sizes(sizes) if sizes is not None else None
     overrides = [*(sets or []), *([f"model.sparse={sparse}"] if sparse is not None else [])]
     graphs = [graph_name(g) for g in parse_graphs(graph)] if graph is not None else None
-    if graphs is not None and len(graphs) > 1:
+    several = (graphs is not None and len(graphs) > 1) or (ood_sizes is not None and len(ood_sizes) > 1)
+    if several or save is not None:
         if hints or size_list is not None or dump is not None:
             given = "hints" if hints else "sizes" if size_list is not None else "dump"
-            raise RelreasonError(f"--{given} does not go with a list of graphs",
-                                 "evaluate one graph for hint accuracies; --sizes and --dump are for text tasks")
-        graph_table_cmd(run_dir, graphs, [ood], split, num, seed, batch_size, overrides, device, runs, as_json)
+            what = "--save" if not several else "a list of graphs or sizes"
+            raise RelreasonError(f"--{given} does not go with {what}",
+                                 "evaluate one graph at one size for hint accuracies; --sizes and --dump are for "
+                                 "text tasks")
+        grid_cmd(run_dir, graphs if graphs is not None else [None], ood_sizes if ood_sizes is not None else [None],
+                 split, num, seed, batch_size, overrides, device, runs, as_json, save, memory_check)
         return
     with progress(None, "evaluating", unit="ex") as bar:
-        res = evaluate_checkpoint(run_dir, ood=ood, split=split, num=num, seed=seed, device=device,
-                                  batch_size=batch_size, runs_dir=runs, overrides=overrides, on_examples=bar.update,
-                                  sizes=size_list, graph=None if graphs is None else graphs[0], dump=dump)
+        res = evaluate_checkpoint(run_dir, ood=None if ood_sizes is None else ood_sizes[0], split=split, num=num,
+                                  seed=seed, device=device, batch_size=batch_size, runs_dir=runs, overrides=overrides,
+                                  on_examples=bar.update, sizes=size_list, graph=None if graphs is None else graphs[0],
+                                  dump=dump, memory_check=memory_check)
     if not hints:
         res["hints"] = {}
         for r in (res.get("per_task") or {}).values():
@@ -238,23 +260,34 @@ def eval_cmd(
         err.print(f"answers: {dump} (score them with `relreason score {dump}`)", highlight=False, markup=False)
 
 
-def graph_table_cmd(run_dir, graphs: list[str], sizes: list[int | None], split, num, seed, batch_size, sets, device,
-                    runs, as_json: bool) -> None:
-    """`eval --graph a,b,c`: one table of scores, a row per graph family, a column per size."""
-    from relreason.eval.grid import grid_table
+def grid_cmd(run_dir, graphs: list[str | None], sizes: list[int | None], split, num, seed, batch_size, sets, device,
+             runs, as_json: bool, save: Path | None, memory_check: bool = True) -> None:
+    """`eval --graph a,b,c` and `eval --ood LIST`: one table of scores, a row per graph family and a column
+    per size (a row per size for one family); `save`: also the sweep file."""
+    from relreason.eval.grid import grid_table, size_table, write_sweep
     from relreason.eval.report import rich_table
     from relreason.runtime import progress
     from relreason.train.evaluation import evaluate_grid
 
     with progress(None, "evaluating", unit="ex") as bar:
         res = evaluate_grid(run_dir, graphs, sizes, split=split, num=num, seed=seed, device=device,
-                            batch_size=batch_size, runs_dir=runs, overrides=sets, on_examples=bar.update)
+                            batch_size=batch_size, runs_dir=runs, overrides=sets, on_examples=bar.update,
+                            memory_check=memory_check)
+    saved = write_sweep(save, res) if save is not None else None
     if as_json:
         out.print_json(json.dumps(res))
-        return
-    title = f"{res['model_label']} on {res['task']}: {res['split']} by graph family and size — {res['metric_label']}"
-    out.print(rich_table(*grid_table(res["rows"]), title))
-    err.print(f"checkpoint: {res['checkpoint']}", highlight=False)
+    else:
+        head = f"{res['model_label']} on {res['task']}: {res['split']}"
+        if len(graphs) > 1:
+            title = f"{head} by graph family and size — {res['metric_label']}"
+            out.print(rich_table(*grid_table(res["rows"], seeds=len(sizes) > 1), title))
+        else:
+            family = res["rows"][0]["graph"]
+            title = f"{head} by size{'' if family == 'clrs' else f', {family} graphs'} — {res['metric_label']}"
+            out.print(rich_table(*size_table(res["rows"]), title))
+        err.print(f"checkpoint: {res['checkpoint']}", highlight=False)
+    if saved is not None:
+        err.print(f"sweep: {saved} (plot it with `relreason plot --ood {saved}`)", highlight=False, markup=False)
 
 
 def score_table(res: dict) -> tuple[list[dict], list[str]]:
@@ -283,6 +316,49 @@ def parse_sizes(text: str) -> list[int]:
             raise RelreasonError(f"--sizes {text!r}: {item!r} is not a valid size or range", "sizes are >= 1, ranges lo-hi")
         out.extend(range(a, b + 1))
     return sorted(set(out))
+
+
+def parse_ood(text: str) -> list[int]:
+    """`--ood` text -> its sizes, ascending: items separated by commas, each a size (64), a range of
+    every size (8-12), a range by a step (16-64:16 -> 16, 32, 48, 64) or by a factor (16-256:x2 -> 16,
+    32, 64, 128, 256); a range ends at the last size not above its end. A one-line error for anything
+    else, a size below 2, or a size listed twice."""
+    def bad(item: str, why: str) -> RelreasonError:
+        return RelreasonError(f"--ood {text!r}: {item!r} {why}", f"give {OOD_GRAMMAR}")
+
+    out: list[int] = []
+    for item in (x.strip() for x in text.split(",")):
+        span, colon, by = item.partition(":")
+        lo_text, dash, hi_text = span.partition("-")
+        try:
+            lo = int(lo_text)
+            hi = int(hi_text) if dash else lo
+            factor = int(by[1:]) if colon and by.startswith("x") else None
+            step = int(by) if colon and factor is None else 1
+        except ValueError:
+            raise bad(item, "is not a size or a range") from None
+        if colon and not dash:
+            raise bad(item, "has a step but no range (lo-hi:step)")
+        if lo < 2:
+            raise bad(item, "starts below 2 nodes")
+        if hi < lo:
+            raise bad(item, "ends before it starts")
+        if factor is not None and factor < 2:
+            raise bad(item, "grows by a factor below 2")
+        if step < 1:
+            raise bad(item, "has a step below 1")
+        if factor is not None:
+            items = []
+            while lo <= hi:
+                items.append(lo)
+                lo *= factor
+        else:
+            items = list(range(lo, hi + 1, step))
+        out.extend(items)
+    twice = sorted({n for n in out if out.count(n) > 1})
+    if twice:
+        raise RelreasonError(f"--ood {text!r} lists n={twice[0]} more than once", "give each size once")
+    return sorted(out)
 
 
 @report_errors

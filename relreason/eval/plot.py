@@ -1,9 +1,11 @@
-"""Figures of runs: learning curves of several runs, and the bar chart of an ablation.
+"""Figures of runs: learning curves of several runs, the bar chart of an ablation, and scores
+against graph size of size sweeps.
 
     from relreason.eval.runs import load_runs
-    from relreason.eval.plot import curves_figure, save_figure
+    from relreason.eval.plot import curves_figure, ood_figure, save_figure
     fig = curves_figure(load_runs(["runs/a", "runs/b"]))
     save_figure(fig, "curves.png")
+    fig = ood_figure([("runs/a", read_sweep("runs/a")), ...], by="model")   # relreason.eval.grid.read_sweep
 
 matplotlib is an optional dependency (`pip install 'relreason[plot]'`), imported only when a figure
 is made; figures are built on `matplotlib.figure.Figure` directly (no pyplot: no global state, no GUI
@@ -165,6 +167,74 @@ def _ablation_metrics(path: Path, tasks: list[str], lower_is_better, metric_of: 
     return {t: found.get(t) or resolve_metric(None, lib, t, metric_of) for t in tasks}
 
 
+OOD_GROUPINGS = ("run", "model")  # `plot --ood --by`: a line per run, or per model with the seeds as a band
+
+
+def ood_figure(sweeps: list[tuple[str, dict]], by: str = "run"):
+    """Score against graph size (log2 axis) of size sweeps (`relreason.eval.grid.read_sweep` documents),
+    given as (where it came from, sweep). `by="run"`: one line per sweep; `by="model"`: one line per
+    model (and task), the mean over its sweeps (the seeds of the model) with a band of ± the sample std
+    (relreason.eval.stats.Summary) where two or more seeds have the size. With several graph families,
+    one line per family as well.
+
+    Raises RelreasonError for an unknown grouping, sweeps of different metrics, or the same
+    checkpoint twice (its seed would count twice)."""
+    if by not in OOD_GROUPINGS:
+        raise RelreasonError(f"--by {by!r} is not a grouping", f"use one of: {', '.join(OOD_GROUPINGS)}")
+    metrics = {(s["metric"], s.get("lower_is_better")) for _, s in sweeps}
+    if len(metrics) > 1:
+        names = ", ".join(f"{where} ({s['metric']})" for where, s in sweeps)
+        raise RelreasonError(f"cannot plot scores of different metrics on one axis: {names}",
+                             "plot the sweeps of each metric separately")
+    seen: dict[str, str] = {}
+    for where, s in sweeps:
+        key = f"{s.get('checkpoint')}|{s.get('split')}"
+        if key in seen:
+            raise RelreasonError(f"{seen[key]} and {where} are sweeps of the same checkpoint",
+                                 "plot each run once (save one sweep per run, with every size in it)")
+        seen[key] = where
+    name, lower = next(iter(metrics))
+    metric = resolve_metric(name, lower if isinstance(lower, bool) else None)
+    scale = _scale(metric)
+    graphs = {r["graph"] for _, s in sweeps for r in s["rows"]}
+    tasks = {s["task"] for _, s in sweeps}
+
+    def label(base: str, graph: str, task: str) -> str:
+        parts = [base] + ([task] if len(tasks) > 1 and by == "model" else []) + ([graph] if len(graphs) > 1 else [])
+        return " · ".join(parts)
+
+    lines: dict[str, dict[int, list[float]]] = {}
+    for where, s in sweeps:
+        base = Path(s.get("run") or where).name if by == "run" else s.get("model_label", s["model"])
+        for r in s["rows"]:
+            cells = lines.setdefault(label(base, r["graph"], s["task"]), {})
+            cells.setdefault(r["size"], []).append(r["score"] * scale)
+    fig = _figure(figsize=(7.5, 4.5), layout="constrained")
+    ax = fig.subplots()
+    for text, cells in lines.items():
+        sizes = sorted(cells)
+        stats = [Stat.of(cells[n]) for n in sizes]
+        seeds = max(st.n for st in stats)
+        shown = f"{text} ({seeds} seeds)" if by == "model" and seeds > 1 else text
+        (line,) = ax.plot(sizes, [st.mean for st in stats], marker="o", markersize=3.5, linewidth=1.5, label=shown)
+        banded = [(n, st) for n, st in zip(sizes, stats) if st.std is not None]
+        if by == "model" and banded:
+            ax.fill_between([n for n, _ in banded], [st.mean - st.std for _, st in banded],
+                            [st.mean + st.std for _, st in banded], color=line.get_color(), alpha=0.2, linewidth=0)
+    every = sorted({n for cells in lines.values() for n in cells})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(every, [str(n) for n in every])
+    ax.minorticks_off()
+    ax.set_xlabel("size (--ood: nodes; lobsters: backbone length)")
+    ax.set_ylabel(f"score ({metric.describe()})")
+    split = {s.get("split", "test") for _, s in sweeps}
+    what = "mean ± std over seeds" if by == "model" else "one line per run"
+    ax.set_title(f"{', '.join(sorted(tasks))}: {'/'.join(sorted(split))} score by size ({what})")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", loc="best")
+    return fig
+
+
 def save_figure(fig, out: Path) -> Path:
     """Writes the figure atomically (temp file + rename) in the format its suffix names."""
     from relreason.data.store import atomic_path
@@ -179,4 +249,5 @@ def save_figure(fig, out: Path) -> Path:
     return out
 
 
-__all__ = ["curves_figure", "ablation_figure", "save_figure", "require_matplotlib", "FORMATS"]
+__all__ = ["curves_figure", "ablation_figure", "ood_figure", "save_figure", "require_matplotlib", "FORMATS",
+           "OOD_GROUPINGS"]

@@ -221,6 +221,10 @@ class NarWorkload(Workload):
     def eval_total(self, split: str) -> int:
         return sum(len(self.dataset(i, split)) for i in range(len(self.tasks)))
 
+    def forget_evaluation_data(self) -> None:
+        """Drops the evaluation splits loaded so far (a size sweep holds one size's splits at a time)."""
+        self._eval_cache.clear()
+
     def evaluate(self, split: str, on_examples=None, *, size: int | None = None, num: int | None = None,
                  seed: int | None = None, batch_size: int | None = None, sizes: list[int] | None = None,
                  shard: Shard | None = None, graph: str | None = None) -> dict:
@@ -290,9 +294,7 @@ def split_label(ds, split: str) -> str:
     return f"{split}, n={ds.n}, {graph}{len(ds)} samples"
 
 
-EVAL_MEMORY_FRACTION = 0.25  # of the available memory, for one evaluation batch's activations
 EVAL_LIVE_PAIR_TENSORS = 32  # (N, N, width) float buffers alive at once in a step, measured on RT/ET forwards
-EVAL_MAX_BATCH = 64
 
 
 def _pick_batch(explicit: int | None, configured: int | None, net: nn.Module, ds) -> int:
@@ -302,6 +304,7 @@ def _pick_batch(explicit: int | None, configured: int | None, net: nn.Module, ds
         return explicit
     if configured is not None:
         return configured
+    from relreason.eval.memory import EVAL_MAX_BATCH, EVAL_MEMORY_FRACTION
     from relreason.runtime import available_memory
 
     proc = getattr(net, "processor", None)

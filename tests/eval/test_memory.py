@@ -1,38 +1,176 @@
-"""Evaluation memory: the RT at the lobster_rt recipe's width on backbone-100 lobsters stays within
-the memory budget of the auto-sized evaluation batch (`relreason.train.workloads._pick_batch`).
+"""Evaluation memory (relreason.eval.memory): the tensor tracker counts exactly, the estimate grows as
+documented, batches fit, and the estimate is close to the peak resident set of real evaluations.
 
-`relreason train rt lobster --recipe lobster_rt` was once killed by the OOM killer in its final
-test (24 GB resident at backbone 100): the test batch was not sized to the memory. Here a child
-process sees 1.5 GiB of available memory (`relreason.runtime.available_memory` replaced), builds the
-recipe's RT, and evaluates four backbone-100 test graphs with the batch picked automatically.
-The picker may give one batch's activations EVAL_MEMORY_FRACTION (a quarter) of the available
-memory, so the bound is: peak RSS during evaluation - RSS before it <= 0.25 x 1.5 GiB = 384 MiB.
-The peak is the evaluation's own: the child resets the kernel's high-water mark (VmHWM, by writing 5
-to /proc/self/clear_refs) once the data and the model are built, so growth in evaluation cannot hide
-under the earlier peak of generating the data (ru_maxrss, the process's lifetime peak, would let it).
-Measured (2-core CPU, width 224, 30 layers, graphs padded to 125 nodes): about 140 MiB per graph
-evaluated at once, so the picked batch of one takes ~140 MiB, while the four graphs in one batch
-(what a fixed batch size of 4 or more does) take ~560 MiB and break the bound.
+The slow tests run evaluations in child processes and read the kernel's high-water mark of the
+resident set (VmHWM), reset once the data and the model are built (by writing 5 to
+/proc/self/clear_refs), so the peak measured is the evaluation's own.
+
+1. The RT at the lobster_rt recipe's width on backbone-100 lobsters stays within the memory budget of
+   the auto-sized evaluation batch (`relreason.train.workloads._pick_batch`). `relreason train rt
+   lobster --recipe lobster_rt` was once killed by the OOM killer in its final test (24 GB resident at
+   backbone 100): the test batch was not sized to the memory. The child sees 1.5 GiB of available
+   memory and evaluates four test graphs with the batch picked automatically; the picker may give one
+   batch EVAL_MEMORY_FRACTION (a quarter) of it, so: peak - before <= 384 MiB. Measured (2-core CPU,
+   width 224, 30 layers, graphs padded to 125 nodes): ~140 MiB per graph evaluated at once, so the
+   picked batch of one takes ~140 MiB, while four graphs at once take ~560 MiB and break the bound.
+2. The estimate of one sample (`MemoryEstimate.per_sample`) against the measured growth of what
+   `relreason eval --ood N --num 1` does once the model and the split are loaded (probe the model, then
+   evaluate), for models whose activations dominate (mpnn, rt, triplet_gmpnn on bfs) and one whose kept
+   hint predictions do (floyd_warshall: n^3 logits a step, n steps): within ESTIMATE_FACTOR either way.
+   Measured (2-core CPU), estimate / measured: mpnn bfs n=256 0.98, rt bfs n=192 1.03, triplet_gmpnn
+   bfs n=256 0.88, mpnn floyd_warshall n=96 1.58 (rt floyd_warshall n=64: 0.86).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
+import numpy as np
 import pytest
-
-AVAILABLE = 1.5 * 2**30  # what the child believes it may use
-FRACTION = 0.25  # relreason.train.workloads.EVAL_MEMORY_FRACTION (checked in the child)
-
-CHILD = """
-import json, re, resource, sys
 import torch
-import relreason.runtime
-relreason.runtime.available_memory = lambda: int({available})
-from relreason.config import build_config
-from relreason.train import workloads
+
+from relreason.data.specs import Feature, Location, Stage, Type
+from relreason.errors import RelreasonError
+from relreason.eval import memory
+from relreason.eval.memory import (ALLOCATOR_OVERHEAD, EVAL_MAX_BATCH, Footprint, MemoryEstimate, PeakTracker, Probe,
+                                   gib, largest_fitting, prediction_bytes, sample_bytes)
+
+MiB = 2**20
+
+# -- the tracker ------------------------------------------------------------------------------------
+
+
+def test_tracker_counts_allocations_until_freed_and_never_views():
+    keep = torch.zeros(1000)  # before the block: not counted, nor its views
+    with PeakTracker() as t:
+        a = torch.ones(256, 256)  # 256 KiB
+        view = a.t()[:10].unsqueeze(0)  # views share a's storage
+        b = a * 2  # 256 KiB more: peak 512 KiB
+        b.add_(1)  # in place: nothing new
+        del a, view, b
+        _ = keep[:5] + 0  # 20 bytes
+        c = torch.empty(128, 256)  # 128 KiB while nothing else is held
+    assert t.peak == 2 * 256 * 256 * 4
+    assert t.live == 128 * 256 * 4 + 20
+    del c
+
+
+# -- the estimate's arithmetic -----------------------------------------------------------------------
+
+SPEC = {  # a graph algorithm's shape: node input, edge input, a node-pointer hint and output, an edge hint
+    "pos": Feature("pos", Stage.INPUT, Location.NODE, Type.SCALAR),
+    "A": Feature("A", Stage.INPUT, Location.EDGE, Type.SCALAR),
+    "pi_h": Feature("pi_h", Stage.HINT, Location.NODE, Type.POINTER),
+    "d_h": Feature("d_h", Stage.HINT, Location.EDGE, Type.MASK),
+    "pi": Feature("pi", Stage.OUTPUT, Location.NODE, Type.POINTER),
+}
+
+
+def footprint(small: Probe, large: Probe, decodes: bool = True) -> Footprint:
+    return Footprint("m at width 8", SPEC, SPEC, decodes, small, large)
+
+
+def test_bytes_of_samples_and_predictions_follow_the_spec():
+    n, steps = 10, 3
+    # storage: pos float64 n, A float64 n^2, pi int32 n; per step pi_h int32 n, d_h float32 n^2
+    assert sample_bytes(SPEC, n, steps, stored=True) == 8 * n + 8 * n * n + 4 * n + steps * (4 * n + 4 * n * n)
+    # model tensors: 4 bytes, pointers 8
+    assert sample_bytes(SPEC, n, steps, stored=False) == 4 * n + 4 * n * n + 8 * n + steps * (8 * n + 4 * n * n)
+    # a pointer is decoded as logits over the nodes
+    assert prediction_bytes(SPEC, n, Stage.HINT) == 4 * (n * n + n * n)
+    assert prediction_bytes(SPEC, n, Stage.OUTPUT) == 4 * n * n
+
+
+def test_activations_grow_between_n2_and_n3_beyond_the_probes():
+    # measured as n^1 between the probes (fixed costs): held at n^2 beyond them
+    fp = footprint(Probe(32, 32, 5, 1000), Probe(64, 64, 5, 2000))
+    assert fp.activations(64) == 2000 and fp.activations(32) == 1000  # as measured, and between at that rate
+    assert fp.activations(256) == 2000 * 16
+    # measured as n^4: held at n^3
+    fp = footprint(Probe(32, 32, 5, 1000), Probe(64, 64, 5, 16000))
+    assert fp.activations(128) == 16000 * 8
+    # one probe (the sizes asked are all at or below it): n^2 beyond, as measured at it
+    fp = footprint(Probe(8, 8, 5, 500), Probe(8, 8, 5, 500))
+    assert fp.activations(8) == 500 and fp.activations(16) == 2000
+
+
+def test_trajectory_length_and_node_count_extrapolate_from_the_probes():
+    fp = footprint(Probe(32, 32, 32, 1), Probe(64, 64, 64, 1))  # T = n (Floyd-Warshall)
+    assert fp.length(256) == 256 and fp.nodes(256) == 256
+    fp = footprint(Probe(32, 32, 6, 1), Probe(64, 64, 5, 1))  # T shrinking (bfs on denser graphs): held
+    assert fp.length(1024) == 5
+    fp = footprint(Probe(32, 45, 1, 1), Probe(64, 80, 1, 1))  # lobsters: the size is the backbone
+    assert fp.nodes(100) == 141  # the largest ratio, 45 / 32
+
+
+def test_estimate_adds_activations_kept_predictions_data_and_the_split():
+    small, large = Probe(32, 32, 32, 10 * MiB), Probe(64, 64, 64, 40 * MiB)
+    fp = footprint(small, large)
+    est = fp.estimate(128, num=3, device=torch.device("cpu"), free=(1 << 40, 1 << 40))
+    n, steps = 128, 128
+    kept = (steps - 1) * prediction_bytes(SPEC, n, Stage.HINT)
+    tensors = (max(fp.activations(128) + kept, 2 * kept) + prediction_bytes(SPEC, n, Stage.OUTPUT)
+               + sample_bytes(SPEC, n, steps, stored=False))
+    assert est.device_bytes == math.ceil(ALLOCATOR_OVERHEAD * tensors)
+    assert est.host_bytes == sample_bytes(SPEC, n, steps, stored=True) and est.resident == 3 * est.host_bytes
+    assert (est.nodes, est.steps) == (128, 128)
+    light = footprint(Probe(32, 32, 32, 1000), Probe(64, 64, 64, 4000))  # tiny steps: stacking the kept is the peak
+    light_est = light.estimate(128, 3, torch.device("cpu"), (1 << 40, 1 << 40))
+    assert light_est.device_bytes == math.ceil(ALLOCATOR_OVERHEAD * (
+        2 * kept + prediction_bytes(SPEC, n, Stage.OUTPUT) + sample_bytes(SPEC, n, steps, stored=False)))
+    no_hints = footprint(small, large, decodes=False).estimate(128, 3, torch.device("cpu"), (1 << 40, 1 << 40))
+    assert no_hints.device_bytes < est.device_bytes  # no hint predictions kept
+
+
+def estimate(per_sample: int, resident: int, free: int, shared: bool = True, device_free: int | None = None):
+    return MemoryEstimate(512, 512, 10, "rt at width 192", per_sample, 0, resident,
+                          free if device_free is None else device_free, free, shared)
+
+
+def test_fits_and_batch_sizes():
+    assert estimate(10 * MiB, 0, 4000 * MiB).batch() == EVAL_MAX_BATCH  # a quarter of 4000 MiB holds 100
+    assert estimate(100 * MiB, 0, 4000 * MiB).batch() == 10
+    assert estimate(100 * MiB, 3950 * MiB, 4000 * MiB).batch() == 1  # the split leaves room for one at most
+    one = estimate(3000 * MiB, 0, 4000 * MiB)
+    assert one.fits and one.batch() == 1  # one sample at a time at worst
+    assert not estimate(3000 * MiB, 1500 * MiB, 4000 * MiB).fits  # with the split it does not
+    gpu = estimate(3000 * MiB, 0, 4000 * MiB, shared=False, device_free=2000 * MiB)
+    assert not gpu.fits and "of device memory" in gpu.describe()
+
+
+def test_refusal_names_the_size_the_need_the_model_and_what_is_available():
+    est = estimate(38 * 2**30, 0, 22 * 2**30)
+    assert est.describe() == "n=512 needs ~38 GiB for one sample of rt at width 192; 22 GiB available"
+    assert gib(1.5 * 2**30) == "1.5 GiB" and gib(0.02 * 2**30) == "0.02 GiB"
+    assert largest_fitting(lambda n: estimate(n * n * MiB, 0, 10_000 * MiB), 2, 500) == 100
+    assert largest_fitting(lambda n: estimate(n * n * MiB, 0, 1 * MiB), 2, 500) is None
+
+
+def test_step_peak_of_a_real_model_is_its_one_step_forward(make_small):
+    """`step_peak` measures one model step on the longest sample: more nodes, more memory (about n^2)."""
+    from relreason.config import build_config
+    from relreason.train.workloads import build_workload
+
+    cfg = build_config("mpnn", "bfs", "quick", ["model.hidden=16", "train.device=cpu"])
+    net = build_workload(cfg, torch.device("cpu")).model
+    small, large = make_small("bfs", 8, 4, 1), make_small("bfs", 32, 4, 1)
+    assert memory.one_step(large).lengths.tolist() == [min(2, int(large.lengths.max()))]
+    peaks = [memory.step_peak(net, ds, torch.device("cpu")) for ds in (small, large)]
+    assert 0 < peaks[0] < peaks[1] and peaks[1] / peaks[0] > 4
+    assert net.training  # left as it was
+
+
+# -- against real evaluations (slow: child processes) ------------------------------------------------
+
+AVAILABLE = 1.5 * 2**30  # what the lobster child believes it may use
+FRACTION = 0.25  # relreason.eval.memory.EVAL_MEMORY_FRACTION (checked in the child)
+ESTIMATE_FACTOR = 2.0  # the estimate of one sample is within this factor of the measured peak growth
+
+PEAK = """
+import re
 
 
 def status(key):  # bytes, from /proc/self/status
@@ -46,36 +184,78 @@ def reset_peak():  # VmHWM := VmRSS (Linux >= 4.0); False where the kernel does 
     except OSError:
         return False
     return status("VmHWM") <= status("VmRSS") + 2**20
+"""
 
+LOBSTER_CHILD = PEAK + """
+import json, resource
+import torch
+import relreason.runtime
+relreason.runtime.available_memory = lambda: int({available})
+from relreason.config import build_config
+from relreason.eval import memory
+from relreason.train import workloads
 
 torch.set_num_threads(1)
 cfg = build_config("rt", "lobster", "lobster_rt", ["data.test_num=4", "data.data_dir={data}", "train.device=cpu"])
 wl = workloads.build_workload(cfg, torch.device("cpu"))
 ds = wl.dataset(0, "test")
-lifetime_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 reset = reset_peak()
 before = status("VmRSS")
 res = wl.evaluate("test")
 peak = status("VmHWM")
-print(json.dumps({{"reset": reset, "before": before, "peak": peak, "lifetime_before": lifetime_before,
-                  "lifetime_peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                  "label": res["label"], "score": res["score"],
-                  "hidden": cfg.model.hidden, "fraction": workloads.EVAL_MEMORY_FRACTION,
+print(json.dumps({{"reset": reset, "before": before, "peak": peak, "label": res["label"], "score": res["score"],
+                  "fraction": memory.EVAL_MEMORY_FRACTION,
                   "batch": workloads._pick_batch(None, cfg.train.eval_batch_size, wl.built.net("lobster"), ds)}}))
 """
+
+ESTIMATE_CHILD = PEAK + """
+import json
+import torch
+from relreason.config import build_config
+from relreason.runtime import keep_freed_memory
+from relreason.train import evaluation, workloads
+
+torch.set_num_threads(1)
+keep_freed_memory()  # as `relreason eval` does
+cfg = build_config({model!r}, {task!r}, None, ["data.data_dir={data}", "train.device=cpu"])
+wl = workloads.build_workload(cfg, torch.device("cpu"))
+ds = wl.dataset(0, "test", {n}, 1, None, None)
+reset = reset_peak()
+before = status("VmRSS")  # from here on, what `relreason eval --ood N --num 1` does: probe, then evaluate
+fp = evaluation.footprint(cfg, wl, 0, None, {n})
+est = fp.estimate({n}, 1, torch.device("cpu"), (1 << 50, 1 << 50))
+wl.evaluate("test", size={n}, num=1, batch_size=1)
+print(json.dumps({{"reset": reset, "grown": status("VmHWM") - before, "estimate": est.per_sample}}))
+"""
+
+
+def child(code: str) -> dict:
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    if not got["reset"]:
+        pytest.skip("this kernel cannot reset the peak RSS (/proc/self/clear_refs): evaluation's own peak is "
+                    "unmeasurable")
+    return got
 
 
 @pytest.mark.slow
 def test_lobster_backbone_100_test_batch_fits_the_memory_budget(tmp_path):
-    code = CHILD.format(available=AVAILABLE, data=tmp_path / "data")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr[-2000:]
-    got = json.loads(res.stdout.strip().splitlines()[-1])
-    if not got["reset"]:
-        pytest.skip("this kernel cannot reset the peak RSS (/proc/self/clear_refs): evaluation's own peak is unmeasurable")
+    got = child(LOBSTER_CHILD.format(available=AVAILABLE, data=tmp_path / "data"))
     assert got["fraction"] == FRACTION
     assert "backbone 100" in got["label"] and "4 samples" in got["label"]
     grown = got["peak"] - got["before"]
     assert grown <= FRACTION * AVAILABLE, (
-        f"evaluating took {grown / 2**20:.0f} MiB beyond the {got['before'] / 2**20:.0f} MiB before it, "
-        f"over the picker's budget of {FRACTION * AVAILABLE / 2**20:.0f} MiB (batch {got['batch']})")
+        f"evaluating took {grown / MiB:.0f} MiB beyond the {got['before'] / MiB:.0f} MiB before it, "
+        f"over the picker's budget of {FRACTION * AVAILABLE / MiB:.0f} MiB (batch {got['batch']})")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model, task, n", [("mpnn", "bfs", 256), ("rt", "bfs", 192), ("triplet_gmpnn", "bfs", 256),
+                                            ("mpnn", "floyd_warshall", 96)])
+def test_estimate_of_one_sample_is_close_to_the_measured_peak(tmp_path, model, task, n):
+    got = child(ESTIMATE_CHILD.format(model=model, task=task, n=n, data=tmp_path / "data"))
+    ratio = got["estimate"] / got["grown"]
+    assert 1 / ESTIMATE_FACTOR <= ratio <= ESTIMATE_FACTOR, (
+        f"{model} on {task} at n={n}: estimated {got['estimate'] / MiB:.0f} MiB, measured "
+        f"{got['grown'] / MiB:.0f} MiB (ratio {ratio:.2f})")

@@ -1,5 +1,5 @@
-"""Figures (relreason.eval.plot): learning curves and ablation bars, checked on the Figure objects and
-on the written files."""
+"""Figures (relreason.eval.plot): learning curves, ablation bars and size sweeps, checked on the Figure
+objects and on the written files."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from fake_runs import make_ablation, make_run
 from relreason.errors import RelreasonError
 from relreason.eval.runs import load_runs, read_ablation
 
-from relreason.eval.plot import ablation_figure, curves_figure, require_matplotlib, save_figure
+from relreason.eval.plot import ablation_figure, curves_figure, ood_figure, require_matplotlib, save_figure
 
 # every test but the last draws a figure (the `matplotlib_installed` fixture: tests/conftest.py)
 needs_matplotlib = pytest.mark.usefixtures("matplotlib_installed")
@@ -80,6 +80,63 @@ def test_unknown_figure_format(tmp_path):
     fig = curves_figure(load_runs([make_run(tmp_path, "a")]))
     with pytest.raises(RelreasonError, match="unknown figure format"):
         save_figure(fig, tmp_path / "curves.jpeg")
+
+
+def sweep(run: str, model: str, scores: dict, graph: str = "clrs", task: str = "bfs", metric: str = "clrs") -> dict:
+    """A sweep document (relreason.eval.grid) of run `run`: `scores` maps size -> score."""
+    return {"kind": "ood_sweep", "schema_version": 1, "checkpoint": f"{run}/best", "run": run, "model": model,
+            "model_label": model, "task": task, "split": "test", "metric": metric,
+            "lower_is_better": metric == "relative_loss", "train_seed": 0,
+            "rows": [{"graph": graph, "size": n, "seed": 3, "score": v, "num": 32, "label": "", "outputs": {}}
+                     for n, v in scores.items()]}
+
+
+SWEEPS = [("a", sweep("runs/mpnn-s0", "mpnn", {16: 0.9, 32: 0.8, 64: 0.6})),
+          ("b", sweep("runs/mpnn-s1", "mpnn", {16: 0.7, 32: 0.6, 64: 0.4})),
+          ("c", sweep("runs/rt-s0", "rt", {16: 0.95, 32: 0.9, 64: 0.85}))]
+
+
+@needs_matplotlib
+def test_ood_one_line_per_run_on_a_log2_size_axis():
+    fig = ood_figure(SWEEPS)
+    (ax,) = fig.axes
+    assert len(ax.get_lines()) == 3 and not ax.collections  # no bands
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["mpnn-s0", "mpnn-s1", "rt-s0"]
+    xs, ys = ax.get_lines()[1].get_data()
+    assert list(xs) == [16, 32, 64] and list(ys) == pytest.approx([70, 60, 40])  # percent
+    assert ax.get_xscale() == "log" and [t.get_text() for t in ax.get_xticklabels()] == ["16", "32", "64"]
+
+
+@needs_matplotlib
+def test_ood_by_model_is_the_mean_over_seeds_with_a_sample_std_band():
+    fig = ood_figure(SWEEPS, by="model")
+    (ax,) = fig.axes
+    assert len(ax.get_lines()) == 2  # mpnn (two seeds), rt (one)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["mpnn (2 seeds)", "rt"]
+    assert list(ax.get_lines()[0].get_ydata()) == pytest.approx([80, 70, 50])
+    assert len(ax.collections) == 1  # one band: rt has one seed, so none
+    band = ax.collections[0].get_paths()[0].vertices
+    half = 100 * statistics.stdev([0.9, 0.7])
+    assert band[:, 1].max() == pytest.approx(80 + half) and band[:, 1].min() == pytest.approx(50 - half)
+
+
+@needs_matplotlib
+def test_ood_a_line_per_graph_family():
+    fams = [("a", {**sweep("runs/a", "mpnn", {16: 0.9}), "rows": sweep("runs/a", "mpnn", {16: 0.9, 32: 0.8})["rows"]
+                   + sweep("runs/a", "mpnn", {16: 0.5, 32: 0.4}, graph="tree")["rows"]})]
+    (ax,) = ood_figure(fams).axes
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a · clrs", "a · tree"]
+
+
+@needs_matplotlib
+def test_ood_refuses_mixed_metrics_the_same_run_twice_and_unknown_groupings():
+    lobster = ("l", sweep("runs/l", "rt", {100: 0.1}, task="lobster", metric="relative_loss"))
+    with pytest.raises(RelreasonError, match="different metrics"):
+        ood_figure([SWEEPS[0], lobster])
+    with pytest.raises(RelreasonError, match="same checkpoint"):
+        ood_figure([SWEEPS[0], ("again", SWEEPS[0][1])])
+    with pytest.raises(RelreasonError, match="not a grouping"):
+        ood_figure(SWEEPS, by="seed")
 
 
 def test_without_matplotlib_a_one_line_install_hint(monkeypatch):
