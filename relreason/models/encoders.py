@@ -293,16 +293,9 @@ class Encoders(nn.Module):
 
     def encode_step_sparse(self, base: "EncodedInputs", hints: dict[str, torch.Tensor]) -> StepFeatures:
         """`encode_step` in the sparse form: hint values in entry form; the edges an EdgeInput over (E, F)."""
-        node, graph, edge_cols = base.node, base.graph, base.edge_cols
-        if self.slots[Stage.HINT]:
-            cols = self._encode_sparse(Stage.HINT, hints, base.node_mask)
-            if cols[Location.NODE] is not None:
-                node = node + torch.matmul(cols[Location.NODE], base.hint_w[Location.NODE])
-            if cols[Location.GRAPH] is not None:
-                graph = graph + torch.matmul(cols[Location.GRAPH], base.hint_w[Location.GRAPH])
-            if cols[Location.EDGE] is not None:
-                edge_cols = torch.cat([edge_cols, cols[Location.EDGE]], -1)
-        return StepFeatures(node, EdgeInput(edge_cols, base.edge_w, base.edge_b), graph, None)
+        if not self.slots[Stage.HINT]:
+            return _with_hints(base, None, None)
+        return _with_hints(base, self._encode_sparse(Stage.HINT, hints, base.node_mask), None)
 
     def _dense(self, cols: torch.Tensor | None, w: torch.Tensor, lead: tuple[int, ...]) -> torch.Tensor:
         if cols is None:
@@ -311,17 +304,24 @@ class Encoders(nn.Module):
 
     def encode_step(self, base: "EncodedInputs", hints: dict[str, torch.Tensor]) -> StepFeatures:
         """Adds this step's hint values (model form; empty when hints are not encoded) to the inputs."""
-        node, graph, adj, edge_cols = base.node, base.graph, base.adj, base.edge_cols
-        if self.slots[Stage.HINT]:
-            cols, hint_adj = self._encode(Stage.HINT, hints, base.node_mask, adj)
-            adj = hint_adj & base.node_mask[:, :, None] & base.node_mask[:, None, :]
-            if cols[Location.NODE] is not None:
-                node = node + torch.matmul(cols[Location.NODE], base.hint_w[Location.NODE])
-            if cols[Location.GRAPH] is not None:
-                graph = graph + torch.matmul(cols[Location.GRAPH], base.hint_w[Location.GRAPH])
-            if cols[Location.EDGE] is not None:
-                edge_cols = torch.cat([edge_cols, cols[Location.EDGE]], -1)
-        return StepFeatures(node, EdgeInput(edge_cols, base.edge_w, base.edge_b), graph, adj)
+        if not self.slots[Stage.HINT]:
+            return _with_hints(base, None, base.adj)
+        cols, hint_adj = self._encode(Stage.HINT, hints, base.node_mask, base.adj)
+        return _with_hints(base, cols, hint_adj & base.node_mask[:, :, None] & base.node_mask[:, None, :])
+
+
+def _with_hints(base: "EncodedInputs", cols: dict | None, adj) -> StepFeatures:
+    """A step's features: the inputs plus the hint columns `cols` (per location; None: no hints) through
+    the hint weights; edge columns are appended for the edge projection. Dense and sparse alike."""
+    node, graph, edge_cols = base.node, base.graph, base.edge_cols
+    if cols is not None:
+        if cols[Location.NODE] is not None:
+            node = node + torch.matmul(cols[Location.NODE], base.hint_w[Location.NODE])
+        if cols[Location.GRAPH] is not None:
+            graph = graph + torch.matmul(cols[Location.GRAPH], base.hint_w[Location.GRAPH])
+        if cols[Location.EDGE] is not None:
+            edge_cols = torch.cat([edge_cols, cols[Location.EDGE]], -1)
+    return StepFeatures(node, EdgeInput(edge_cols, base.edge_w, base.edge_b), graph, adj)
 
 
 @dataclass
