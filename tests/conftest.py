@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 
 import pytest
 import torch
@@ -19,6 +20,13 @@ torch.set_num_threads(1)
 # pinned here, before any test module imports the CLI, and again per test for subprocesses.
 TEST_COLUMNS = "120"
 os.environ["COLUMNS"] = TEST_COLUMNS
+
+# A suite started as a background job (`scripts/test.sh &` in a non-interactive shell, nohup, some CI
+# runners) inherits SIGINT ignored, and so do the children it starts. Training rightly leaves an ignored
+# SIGINT alone, so the Ctrl-C tests would see no Ctrl-C at all. Those tests are about Ctrl-C: Python's
+# own default here, which child processes inherit as SIG_DFL across exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
