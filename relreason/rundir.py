@@ -2,7 +2,8 @@
 
 `relreason train` writes a run directory (`runs/<name>/`; a study cell's run is `<cell>/seed<k>/run`):
 
-    config.json     RunRecord: the resolved config, where each key came from, the recipe's deviation, the command
+    config.json     RunRecord: the resolved config, where each key came from, the recipe's deviation, the command,
+                    the plugins its model and algorithms came from
     metrics.jsonl   one JSON line per event: ValidationRow at each validation, ResumeRow at each resume,
                     TestRow after the final test (appended, so a kill may cut the last line)
     results.json    RunResults: the summary of a finished run; its presence is what "finished" means
@@ -376,6 +377,8 @@ class RunResults:
     test: TestScores
     per_task: dict[str, dict] = field(default_factory=dict, metadata={"since": 2})  # {task: {"score", ...}}
     config: dict[str, Any]  # the resolved config (Config.to_dict())
+    # the installed plugins its model and algorithms came from ([] : all built in; None: written before the key)
+    plugins: Optional[list[dict]] = field(default=None, metadata={"omit_none": True})
     schema_version: int = SCHEMA_VERSION
 
     @classmethod
@@ -427,6 +430,8 @@ class RunRecord:
     sources: Optional[dict[str, str]] = None  # "section.key" -> where its value came from; None: not recorded
     deviation: Optional[str] = None  # the recipe's own statement of how it departs from the papers
     command: Optional[str]
+    # as in a checkpoint's config.json ([]: all built in); None: written before the key existed
+    plugins: Optional[list[dict]] = field(default=None, metadata={"omit_none": True})
     recorded: frozenset = field(default=frozenset(), init=False, compare=False)  # keys the file holds
 
     @classmethod

@@ -28,6 +28,7 @@ import pytest
 
 from relreason.errors import RelreasonError
 from relreason.plugins import BUILT_IN, GROUPS, Origin, require_plugins
+from relreason.rundir import read_results, read_run_record
 from relreason.registry import Registry
 
 sys.path.insert(0, str(Path(__file__).parent / "cli"))  # the CLI tests' runner (tests/cli/cli_run.py)
@@ -377,8 +378,10 @@ def test_train_eval_and_ablate_through_the_plugin(example_plugin, tmp_path, monk
     run = Path(result["run"])
     meta = json.loads((run / "best" / "config.json").read_text())
     assert meta["config"]["recipe"] == "max_gnn"  # the plugin's recipe is its model's paper recipe
-    assert meta["plugins"] == [{"kind": "model", "name": "max_gnn", "distribution": "relreason-example-plugin",
-                                "version": "0.1.0"}]
+    record = [{"kind": "model", "name": "max_gnn", "distribution": "relreason-example-plugin", "version": "0.1.0"}]
+    assert meta["plugins"] == record
+    # the run itself says so too, not only its checkpoints: config.json from the start, results.json at the end
+    assert read_run_record(run).plugins == record and read_results(run).plugins == record
     scores = json.loads(succeeds(relreason("eval", run, "--json")))
     assert scores["model"] == "max_gnn" and scores["score"] == pytest.approx(result["test"]["score"])
     res = relreason("ablate", "max-gnn-vs-mpnn", "--seeds", "1", *sets, "--out", tmp_path / "abl", "--json")
@@ -401,8 +404,10 @@ def test_a_plugin_algorithm_trains_and_evaluates(example_plugin, tmp_path, monke
     run = Path(json.loads(succeeds(res))["run"])
     only_expected_warnings(res.stderr)
     meta = json.loads((run / "best" / "config.json").read_text())
-    assert meta["plugins"] == [{"kind": "algorithm", "name": "running_max",
-                                "distribution": "relreason-example-plugin", "version": "0.1.0"}]
+    record = [{"kind": "algorithm", "name": "running_max", "distribution": "relreason-example-plugin",
+               "version": "0.1.0"}]
+    assert meta["plugins"] == record
+    assert read_run_record(run).plugins == record and read_results(run).plugins == record
     assert 0.0 <= json.loads(succeeds(relreason("eval", run, "--json")))["score"] <= 1.0
     tasks = {r["name"]: r for r in json.loads(succeeds(relreason("list", "tasks", "--json")))["tasks"]}
     assert tasks["sequences"]["tasks"] == ["running_max"] and "text:running_max" in tasks  # its family, its text

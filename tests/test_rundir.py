@@ -28,7 +28,7 @@ def results(**changes) -> RunResults:
                 lower_is_better=False, steps=10, examples=320, processes=1, seconds=12.5, hardware=["Test CPU"],
                 train_seconds=11.0, best_val=0.75, best_examples=160, test_size=64, test_label="test, n=64, 32 samples",
                 test=TestScores(score=0.5, outputs={"pi": 0.5}, hints={"pi_h": 0.25}), per_task={},
-                config={"model_name": "mpnn", "task": "bfs", "train": {"seed": 0}})
+                config={"model_name": "mpnn", "task": "bfs", "train": {"seed": 0}}, plugins=[])
     return RunResults(**{**base, **changes})
 
 
@@ -43,6 +43,10 @@ def test_results_round_trip_and_carry_the_schema_version(tmp_path):
                     per_task={"bfs": {"score": 0.6, "outputs": {"pi": 0.6}}})
     assert RunResults.from_dict(json.loads(multi.to_json())) == multi
     assert "per_task" not in res.to_dict()["test"]  # a single-task test block holds no per_task, as ever
+    plugin = [{"kind": "model", "name": "max_gnn", "distribution": "relreason-example-plugin", "version": "0.1.0"}]
+    assert read_results(tmp_path).plugins == [] and "plugins" in data  # written, even when all built in
+    assert RunResults.from_dict(json.loads(results(plugins=plugin).to_json())).plugins == plugin
+    assert "plugins" not in results(plugins=None).to_dict()  # files written before the key stay as they were
 
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: "/".join(p.parts[-4:]))
@@ -73,6 +77,7 @@ def test_a_first_release_file_reads_with_the_later_fields_unset(tmp_path):
     ("test.score", "x", "test.score", "must be a number or null"),
     ("test.outputs", [], "test.outputs", "must be a JSON object"),
     ("hardware", ["cpu", 3], "hardware[1]", "must be a string"),
+    ("plugins", ["relreason-example-plugin"], "plugins[0]", "must be a JSON object"),
     ("per_task", {"bfs": 0.5}, "per_task.bfs", "must be a JSON object"),
     ("per_task", {"bfs": {"score": "x"}}, "per_task.bfs.score", "must be a number or null"),
     ("config", None, "config", "is missing"),
@@ -174,6 +179,7 @@ def test_a_training_writes_what_the_module_reads(tmp_path):
     res = read_results(rd.results)
     assert res.schema_version == SCHEMA_VERSION and res.examples == 64 and res.test.score == out.test["score"]
     assert read_run_record(rd.path).config == cfg.to_dict() == res.config
+    assert read_run_record(rd.path).plugins == res.plugins == []  # all built in, and said so
     rows = read_metrics(rd.metrics)
     assert [r.event for r in rows] == ["val", "val", "val", "test"]
     assert [r.examples for r in validations(rows)] == [0, 32, 64]

@@ -321,7 +321,8 @@ class _Session:
             self.state["hardware"].append(here)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         _write_json(self.files.config, RunRecord(relreason=__version__, config=cfg.to_dict(), sources=cfg.sources,
-                                                 deviation=cfg.deviation, command=self.command).to_json())
+                                                 deviation=cfg.deviation, command=self.command,
+                                                 plugins=ckpt.plugin_record(cfg)).to_json())
 
     def checkpoint(self, which: Path, with_optimizer: bool) -> None:
         if not self.dd.main:
@@ -471,7 +472,8 @@ class _Session:
                              hardware=st.get("hardware") or [hardware(str(self.dd.device))],
                              train_seconds=round(st["seconds"], 1), best_val=st["best_val"],
                              best_examples=st["best_examples"], test_size=res["size"], test_label=res["label"],
-                             test=test, per_task=res.get("per_task") or {}, config=cfg.to_dict())
+                             test=test, per_task=res.get("per_task") or {}, config=cfg.to_dict(),
+                             plugins=ckpt.plugin_record(cfg))
         _write_json(self.files.results, summary.to_json())
 
 
