@@ -1,6 +1,8 @@
-"""Running `relreason` through its real entry point (`python -m relreason`) in a subprocess, for the
-CLI tests: tiny settings, exit codes, the one-line error format, and a way to run as a user who
-really lacks permissions (root ignores file modes unless its DAC capabilities are dropped)."""
+"""Running `relreason` for the CLI tests: through its real entry point (`python -m relreason`) in a
+subprocess (`relreason`, `succeeds`, `fails`), or in this process with typer's runner (`invoke`, `ok`,
+`one_line_error`: faster, for what needs no process of its own); tiny settings, exit codes, the
+one-line error format, and a way to run as a user who really lacks permissions (root ignores file
+modes unless its DAC capabilities are dropped)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from relreason.cli.main import app
 
 ENTRY = [sys.executable, "-m", "relreason"]
 UMASK = 0o002  # of the shared training run: group-writable, which a fixed 0o755 (or 0o644 / 0o600) breaks
@@ -63,3 +68,31 @@ def fails(res, code: int, *messages: str) -> str:
     for m in messages:
         assert m in lines[errors[0]], f"{m!r} not in {lines[errors[0]]!r}"
     return lines[errors[0]]
+
+
+# -- in this process ---------------------------------------------------------------------------------
+
+_runner = CliRunner()
+
+
+def invoke(*args, **kwargs):
+    """`relreason ARGS` in this process; the Result keeps stdout and stderr apart (`.stdout`, `.output`)."""
+    return _runner.invoke(app, [str(a) for a in args], **kwargs)
+
+
+def ok(res) -> str:
+    """The command's stdout (results; logs and progress went to stderr), after checking it succeeded."""
+    assert res.exit_code == 0, res.output
+    assert "Traceback" not in res.output
+    return res.stdout
+
+
+def one_line_error(res, *messages: str) -> str:
+    """Asserts exit 1 with exactly one `Error:` line naming `messages`, a `Hint:`, and no traceback."""
+    assert res.exit_code == 1, res.output
+    errors = [line for line in res.output.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1 and "Traceback" not in res.output, res.output
+    assert "Hint: " in res.output
+    for m in messages:
+        assert m in errors[0], (m, errors[0])
+    return errors[0]

@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from typer.testing import CliRunner
 
-from relreason.cli.main import app
+from cli_run import invoke
 from relreason.data import ALGORITHMS
 from relreason.data.store import load_dataset
 
-runner = CliRunner()
 NAME = "bellman_ford"
-
-
-def invoke(*args):
-    return runner.invoke(app, list(args))
 
 
 def test_list_algorithms_shows_every_registered_one():

@@ -8,34 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from cli_run import tiny_sets
-from relreason.cli.main import app
+from cli_run import invoke, ok, one_line_error, tiny_sets
 from relreason.data.store import load_dataset
-
-runner = CliRunner()
-
-
-def invoke(*args):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def ok(res) -> str:
-    """The command's stdout (results; logs and progress went to stderr), after checking it succeeded."""
-    assert res.exit_code == 0, res.output
-    assert "Traceback" not in res.output
-    return res.stdout
-
-
-def one_line_error(res, *messages: str) -> str:
-    assert res.exit_code == 1, res.output
-    errors = [line for line in res.output.splitlines() if line.startswith("Error: ")]
-    assert len(errors) == 1 and "Traceback" not in res.output, res.output
-    assert "Hint: " in res.output
-    for m in messages:
-        assert m in errors[0], (m, errors[0])
-    return errors[0]
 
 
 def test_generate_a_family_split_and_show_it(tmp_path):

@@ -7,23 +7,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
 
-from relreason.cli.main import app
+from cli_run import invoke, ok
 
-runner = CliRunner()
 TINY = ["model.layers=1", "model.width=16", "model.heads=2", "model.context=512", "model.max_position=1024",
         "train.batch_size=6", "train.train_examples=12", "train.eval_every_examples=12",
         "data.train_num=10", "data.val_num=3", "data.test_num=3", "data.test_sizes=[5, 6]"]
-
-
-def invoke(*args):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def ok(res) -> str:
-    assert res.exit_code == 0, res.output
-    return res.stdout
 
 
 def table_rows(text: str) -> list[str]:
@@ -118,6 +107,6 @@ def test_dump_applies_to_text_runs(trained, tmp_path):
 
 
 def test_help_ends_with_examples():
-    res = runner.invoke(app, ["score", "--help"], env={"COLUMNS": "200"})
+    res = invoke("score", "--help", env={"COLUMNS": "200"})
     examples = ok(res).split("Examples:")[1]
     assert examples.count("relreason score ") == 3 and "--dump" in res.stdout.split("Examples:")[0]
