@@ -13,9 +13,13 @@ sizes, and extrapolated. What one sample of n nodes with T hint steps (S = T - 1
   of each probe (`PeakTracker` counts every tensor allocated, on any device), and scaled from the
   larger probe as n^k. k is measured between the probes and held in [2, 3]: a dense processor keeps
   (N, N, width) pair tensors (k = 2); triplet messages and triangular attention grow as N^3. A sparse
-  processor is overestimated (k = 2 where its memory grows as the edges), and so is the Edge
-  Transformer: the probes run its eager kernels (`eager_kernels`), whose chunk buffer grows up to
-  processor.chunk_mb between the probes, about 10x at n = 256 (`eval --no-memory-check` skips it).
+  processor is overestimated (k = 2 where its memory grows as the edges).
+- workspace: the probes run the eager form of the fused kernels (`eager_kernels`: a dispatch mode must
+  see every op) in their smallest chunks (relreason.models.kernels.smallest_chunks), so what they
+  measure grows with the graphs alone; a kernel's chunk buffer is a constant bounded by its budget
+  (the Edge Transformer's processor.chunk_mb where evaluation runs the eager kernels, none where it
+  runs the compiled ones: `Processor.eval_workspace`), held once per batch and added as such. (Measured
+  with the growing buffer, the ET's estimate was 4x its real peak at n = 128, about 10x at n = 256.)
 - predictions: the network keeps every step's hint predictions (S x their raw size: a pointer is
   decoded as logits over the n nodes, its stored shape x n; 4 bytes each; exact from the spec) and
   stacks them at the end (twice that, once the step's activations are freed). For algorithms whose
@@ -101,11 +105,12 @@ class PeakTracker(TorchDispatchMode):
 
 @contextlib.contextmanager
 def eager_kernels():
-    """The eager form of the fused kernels (relreason.models.kernels) while probing: a dispatch mode
-    must see every op, and compiling under it could mark the compiled path broken for the process."""
+    """The eager form of the fused kernels (relreason.models.kernels) while probing, in their smallest
+    chunks: a dispatch mode must see every op, and compiling under it could mark the compiled path broken
+    for the process; a chunk buffer is no part of what grows with the graphs (`Footprint.workspace`)."""
     from relreason.models import kernels
 
-    with kernels.enabled(False):
+    with kernels.enabled(False), kernels.smallest_chunks():
         yield
 
 
@@ -191,6 +196,7 @@ class Footprint:
     decodes_hints: bool
     small: Probe
     large: Probe
+    workspace: int = 0  # bytes the processor's kernels hold once per evaluation batch (Processor.eval_workspace)
 
     @classmethod
     def measure(cls, net, probes: list[tuple[int, Dataset]], device: torch.device, model: str = "the model"
@@ -200,7 +206,7 @@ class Footprint:
         (s_size, small), (b_size, large) = probes
         measured = [Probe(size, ds.n, int(ds.lengths.max()), step_peak(net, ds, device))
                     for size, ds in ((s_size, small), (b_size, large))]
-        return cls(model, large.spec, net.spec, net.cfg.hint_mode.decode, *measured)
+        return cls(model, large.spec, net.spec, net.cfg.hint_mode.decode, *measured, net.processor.eval_workspace())
 
     def nodes(self, size: int) -> int:
         """Node slots of a split of this size (the probes' largest ratio of nodes to size)."""
@@ -238,13 +244,14 @@ class Footprint:
         stored = sample_bytes(self.data_spec, n, steps, stored=True)
         device_free, host_free = free if free is not None else free_memory(device)
         return MemoryEstimate(size, n, steps, self.model, device_bytes, stored, num * stored, device_free, host_free,
-                              device.type != "cuda")
+                              device.type != "cuda", self.workspace)
 
 
 @dataclass(frozen=True)
 class MemoryEstimate:
     """Memory of evaluating one size: per sample evaluated at once, on the device (`device_bytes`) and
-    on the host (`host_bytes`: the batch's copy of its rows), and the loaded split (`resident`, host)."""
+    on the host (`host_bytes`: the batch's copy of its rows), the loaded split (`resident`, host), and the
+    kernels' workspace, once per batch on the device (`workspace`)."""
 
     size: int
     nodes: int
@@ -256,6 +263,7 @@ class MemoryEstimate:
     device_free: int
     host_free: int
     shared: bool  # device and host are one memory (CPU)
+    workspace: int = 0  # device bytes held once per batch, whatever its size (Processor.eval_workspace)
 
     @property
     def per_sample(self) -> int:
@@ -265,14 +273,15 @@ class MemoryEstimate:
     def fits(self) -> bool:
         """One sample at a time fits in what is available."""
         if self.shared:
-            return self.resident + self.per_sample <= self.host_free
-        return self.device_bytes <= self.device_free and self.resident + self.host_bytes <= self.host_free
+            return self.resident + self.workspace + self.per_sample <= self.host_free
+        return self.workspace + self.device_bytes <= self.device_free and \
+            self.resident + self.host_bytes <= self.host_free
 
     def batch(self, cap: int = EVAL_MAX_BATCH) -> int:
         """Samples evaluated at once: as many as fit in EVAL_MEMORY_FRACTION of the free memory, from 1 to cap."""
-        room = self.device_free * EVAL_MEMORY_FRACTION
+        room = self.device_free * EVAL_MEMORY_FRACTION - self.workspace
         if self.shared:
-            room = max(0.0, min(room, self.host_free - self.resident))
+            room = max(0.0, min(room, self.host_free - self.resident - self.workspace))
         return max(1, min(cap, int(room // max(1, self.per_sample))))
 
     @property
@@ -285,10 +294,12 @@ class MemoryEstimate:
         22 GiB available" (with the loaded split's part when it counts)."""
         split = f" and {gib(self.resident)} for its split" if self.resident >= GIB // 10 else ""
         if self.shared:
-            return f"{self.what} needs ~{gib(self.per_sample)} for one sample of {self.model}{split}; " \
+            need = self.workspace + self.per_sample
+            return f"{self.what} needs ~{gib(need)} for one sample of {self.model}{split}; " \
                    f"{gib(self.host_free)} available"
-        if self.device_bytes > self.device_free:
-            return f"{self.what} needs ~{gib(self.device_bytes)} of device memory for one sample of {self.model}; " \
+        if self.workspace + self.device_bytes > self.device_free:
+            need = self.workspace + self.device_bytes
+            return f"{self.what} needs ~{gib(need)} of device memory for one sample of {self.model}; " \
                    f"{gib(self.device_free)} free"
         return f"{self.what} needs ~{gib(self.resident + self.host_bytes)} of host memory for its split and one " \
                f"sample; {gib(self.host_free)} available"

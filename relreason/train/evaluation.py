@@ -10,10 +10,10 @@
 Sizes given (`ood`, the grid's) are checked before anything is evaluated: a size below an algorithm's smallest
 graph is refused, and so is a size whose estimated memory for one sample exceeds what is available
 (relreason.eval.memory: measured on the model at two small sizes and extrapolated); the others are
-evaluated in batches sized to fit. `memory_check=False` (`eval --no-memory-check`) skips the estimate,
-for a model it overestimates (the Edge Transformer: its probes run the eager triangular kernels). Each size is drawn with the split's own seed (the test split: 3,
-the benchmark's, so n = 64 is the canonical test) unless `seed` is given, which then holds at every
-size: a size of a sweep is the same samples as that size evaluated alone. Rows record the seed.
+evaluated in batches sized to fit. `memory_check=False` (`eval --no-memory-check`) skips the estimate
+(to try a size it refuses anyway). Each size is drawn with the split's own seed (the test split: 3, the
+benchmark's, so n = 64 is the canonical test) unless `seed` is given, which then holds at every size: a
+size of a sweep is the same samples as that size evaluated alone. Rows record the seed.
 """
 
 from __future__ import annotations
