@@ -20,11 +20,14 @@ sizes, and extrapolated. What one sample of n nodes with T hint steps (S = T - 1
   (the Edge Transformer's processor.chunk_mb where evaluation runs the eager kernels, none where it
   runs the compiled ones: `Processor.eval_workspace`), held once per batch and added as such. (Measured
   with the growing buffer, the ET's estimate was 4x its real peak at n = 128, about 10x at n = 256.)
-- predictions: the network keeps every step's hint predictions (S x their raw size: a pointer is
-  decoded as logits over the n nodes, its stored shape x n; 4 bytes each; exact from the spec) and
-  stacks them at the end (twice that, once the step's activations are freed). For algorithms whose
-  trajectories grow with n (Floyd-Warshall: T = n, edge pointers of n^3 logits a step) this term
-  dominates: n^4. The peak is the larger of (activations + kept predictions) and (2 x kept predictions).
+- predictions: in evaluation the network keeps every step's hint predictions hard, as scoring reads
+  them (`Net.forward(hard_hints=True)`: a pointer's int64 index, its stored shape; the rest float32;
+  S x that, exact from the spec), each written into one buffer; the raw ones of a step (a pointer's
+  logits over the n nodes) are part of its activations. Scoring then spans every step of a hint at
+  once (SCORING_BYTES per element of the largest hint: float64 statistics). The peak is the larger of
+  the last step's activations and scoring, plus the kept predictions. (Kept raw, as training keeps
+  them, Floyd-Warshall's edge pointers took n^4 logits, and dfs at n = 1,600 on edge lists peaked at
+  3.0 GB where it now peaks at 1.9 GB.)
 - data: the sample's arrays in storage form (the batch is a copy of its rows of the split) and as
   model tensors (4 bytes, pointers 8).
 Besides, the split itself is loaded: `num` samples in storage form (the resident bytes).
@@ -67,6 +70,9 @@ PROBE_MIN = 8  # smallest probe size where the algorithm allows it: below, fixed
 PROBE_NUM = 4  # samples per probe (their longest trajectory counts)
 PROBE_SEED = 7  # any fixed seed: the probes only measure
 FLOAT_BYTES = 4  # activations and predictions are float32 (evaluation never autocasts)
+# Bytes per element of a hint feature while relreason.eval.metrics.Scorer scores it, all steps at once: its
+# statistics are summed in float64, and a scalar's squared error holds three (B, S, ...) float64 temporaries.
+SCORING_BYTES = 24
 GIB = 2**30
 
 
@@ -131,7 +137,7 @@ def step_peak(net, ds: Dataset, device: torch.device) -> int:
     net.eval()
     try:
         with torch.no_grad(), eager_kernels(), PeakTracker() as tracker:
-            net.predict(net(batch, train=False))
+            net.predict(net(batch, train=False, hard_hints=True))
     finally:
         net.train(was_training)
     return tracker.peak
@@ -149,6 +155,18 @@ def sample_bytes(spec: Spec, n: int, steps: int, stored: bool) -> int:
         size = storage_dtype(f).itemsize if stored else (8 if f.type in POINTER_TYPES else FLOAT_BYTES)
         total += _elements(f.shape(n)) * size * (steps if f.stage is Stage.HINT else 1)
     return total
+
+
+def hard_bytes(spec: Spec, n: int, stage: Stage) -> int:
+    """Bytes of one sample's hard predictions of one step for the features of `stage`, in the storage
+    convention `Net.predict` returns (a pointer: int64 indices, its stored shape; the rest float32)."""
+    return sum(_elements(f.shape(n)) * (8 if f.type in POINTER_TYPES else FLOAT_BYTES)
+               for f in spec.values() if f.stage is stage)
+
+
+def scored_elements(spec: Spec, n: int) -> int:
+    """Elements of one step of the largest hint feature of one sample: what a scoring statistic spans."""
+    return max((_elements(f.shape(n)) for f in spec.values() if f.stage is Stage.HINT), default=0)
 
 
 def prediction_bytes(spec: Spec, n: int, stage: Stage) -> int:
@@ -234,12 +252,13 @@ class Footprint:
         bytes, default: read now)."""
         n, steps = self.nodes(size), self.length(size)
         model_steps = max(1, steps - 1)
-        hints = prediction_bytes(self.model_spec, n, Stage.HINT) if self.decodes_hints else 0
-        kept = model_steps * hints  # the hint predictions of every step, kept until the end
+        decoded = self.decodes_hints
+        kept = model_steps * hard_bytes(self.model_spec, n, Stage.HINT) if decoded else 0  # every step's, hard
+        scoring = model_steps * SCORING_BYTES * scored_elements(self.model_spec, n) if decoded else 0
         outputs = prediction_bytes(self.model_spec, n, Stage.OUTPUT)
         batch = sample_bytes(self.model_spec, n, steps, stored=False)
-        # the peak: during the last step, or when the kept predictions are stacked (activations freed)
-        tensors = max(self.activations(size) + kept, 2 * kept) + outputs + batch
+        # the peak: during the last step, or while the kept predictions are scored (activations freed)
+        tensors = max(self.activations(size), scoring) + kept + outputs + batch
         device_bytes = math.ceil(ALLOCATOR_OVERHEAD * tensors)
         stored = sample_bytes(self.data_spec, n, steps, stored=True)
         device_free, host_free = free if free is not None else free_memory(device)

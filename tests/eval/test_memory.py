@@ -15,13 +15,13 @@ resident set (VmHWM), reset once the data and the model are built (by writing 5 
    picked batch of one takes ~140 MiB, while four graphs at once take ~560 MiB and break the bound.
 2. The estimate of one sample (`MemoryEstimate.per_sample`) against the measured growth of what
    `relreason eval --ood N --num 1` does once the model and the split are loaded (probe the model, then
-   evaluate), for models whose activations dominate (mpnn, rt, triplet_gmpnn on bfs) and one whose kept
-   hint predictions do (floyd_warshall: n^3 logits a step, n steps): within ESTIMATE_FACTOR either way.
+   evaluate), for models on bfs (mpnn, rt, triplet_gmpnn) and on floyd_warshall (n steps of edge pointers:
+   their n^3 logits a step, kept hard as n^2 indices): within ESTIMATE_FACTOR either way.
    Measured (2-core CPU), estimate / measured: mpnn bfs n=256 0.98, rt bfs n=192 1.03, triplet_gmpnn
-   bfs n=256 0.88, mpnn floyd_warshall n=96 1.58 (rt floyd_warshall n=64: 0.86). The Edge Transformer
-   (its recipe: width 192, 12 heads, 3 layers) on bfs, its eager kernels with their 128 MiB chunk
-   buffer as the workspace: n=128 1.00 (n=192 1.19; compiled kernels, no workspace: n=128 0.94, n=192
-   1.02). Before the probes took the kernels' smallest chunks: 4.90 at n=128.
+   bfs n=256 0.88, mpnn floyd_warshall n=96 1.86 (1.58 while the n^4 raw logits were kept). The Edge
+   Transformer (its recipe: width 192, 12 heads, 3 layers) on bfs, its eager kernels with their 128 MiB
+   chunk buffer as the workspace: n=128 1.00 (n=192 1.19; compiled kernels, no workspace: n=128 0.94,
+   n=192 1.02). Before the probes took the kernels' smallest chunks: 4.90 at n=128.
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ import torch
 from relreason.data.specs import Feature, Location, Stage, Type
 from relreason.errors import RelreasonError
 from relreason.eval import memory
-from relreason.eval.memory import (ALLOCATOR_OVERHEAD, EVAL_MAX_BATCH, Footprint, MemoryEstimate, PeakTracker, Probe,
-                                   gib, largest_fitting, prediction_bytes, sample_bytes)
+from relreason.eval.memory import (ALLOCATOR_OVERHEAD, EVAL_MAX_BATCH, SCORING_BYTES, Footprint, MemoryEstimate,
+                                   PeakTracker, Probe, gib, hard_bytes, largest_fitting, prediction_bytes,
+                                   sample_bytes)
 
 MiB = 2**20
 
@@ -114,16 +115,19 @@ def test_estimate_adds_activations_kept_predictions_data_and_the_split():
     fp = footprint(small, large)
     est = fp.estimate(128, num=3, device=torch.device("cpu"), free=(1 << 40, 1 << 40))
     n, steps = 128, 128
-    kept = (steps - 1) * prediction_bytes(SPEC, n, Stage.HINT)
-    tensors = (max(fp.activations(128) + kept, 2 * kept) + prediction_bytes(SPEC, n, Stage.OUTPUT)
+    # kept hard: per step pi_h as int64 indices (n), d_h as float32 (n^2); scoring spans d_h's n^2 a step
+    assert hard_bytes(SPEC, n, Stage.HINT) == 8 * n + 4 * n * n
+    kept = (steps - 1) * hard_bytes(SPEC, n, Stage.HINT)
+    scoring = (steps - 1) * SCORING_BYTES * n * n
+    tensors = (max(fp.activations(128), scoring) + kept + prediction_bytes(SPEC, n, Stage.OUTPUT)
                + sample_bytes(SPEC, n, steps, stored=False))
     assert est.device_bytes == math.ceil(ALLOCATOR_OVERHEAD * tensors)
     assert est.host_bytes == sample_bytes(SPEC, n, steps, stored=True) and est.resident == 3 * est.host_bytes
     assert (est.nodes, est.steps) == (128, 128)
-    light = footprint(Probe(32, 32, 32, 1000), Probe(64, 64, 64, 4000))  # tiny steps: stacking the kept is the peak
+    light = footprint(Probe(32, 32, 32, 1000), Probe(64, 64, 64, 4000))  # tiny steps: scoring is the peak
     light_est = light.estimate(128, 3, torch.device("cpu"), (1 << 40, 1 << 40))
     assert light_est.device_bytes == math.ceil(ALLOCATOR_OVERHEAD * (
-        2 * kept + prediction_bytes(SPEC, n, Stage.OUTPUT) + sample_bytes(SPEC, n, steps, stored=False)))
+        scoring + kept + prediction_bytes(SPEC, n, Stage.OUTPUT) + sample_bytes(SPEC, n, steps, stored=False)))
     no_hints = footprint(small, large, decodes=False).estimate(128, 3, torch.device("cpu"), (1 << 40, 1 << 40))
     assert no_hints.device_bytes < est.device_bytes  # no hint predictions kept
 

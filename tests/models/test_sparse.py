@@ -287,6 +287,30 @@ def test_fed_back_pointer_hints_are_the_dense_ones(repred):
                     running_steps(batch, max(1, batch.max_length - 1)))
 
 
+@pytest.mark.parametrize("name", SCOPE)
+def test_hard_hints_predict_bit_for_bit_what_raw_hints_do_on_edge_lists(name):
+    """Evaluation keeps each step's hint predictions hard (`hard_hints`): per node, not per entry, and
+    `predict` gives exactly what it gives from the (E, S) logits, at steps no sample runs too."""
+    cfg = ModelConfig(hidden=8, sparse=SparseMode.ALWAYS)
+    parts = dataset(name, (9, 12, 16), seed=SCOPE.index(name))
+    spec = prepare_spec(parts[0].spec, cfg, name)
+    batch = padded_batch(parts, cfg, spec, 16, torch.float32)
+    batch = replace(batch, hints={k: torch.cat([v, v.new_zeros((v.shape[0], 2) + v.shape[2:])], 1)
+                                  for k, v in batch.hints.items()})  # two steps past every sample's length
+    torch.manual_seed(0)
+    net = build_model(spec, cfg, "pgn")
+    with torch.no_grad():
+        raw, hard = net(batch, train=False), net(batch, train=False, hard_hints=True)
+    assert raw.graph is not None and hard.graph is not None
+    want, got = net.predict(raw), net.predict(hard)
+    assert set(got) == set(want)
+    for k, v in want.items():
+        assert got[k].dtype == v.dtype and torch.equal(got[k], v), k
+    for k, f in spec.items():
+        if f.stage is Stage.HINT and entrywise(f):
+            assert hard.hints[k].shape == (batch.size, batch.max_length - 1, 16), k
+
+
 # -- model.sparse --------------------------------------------------------------------------------------
 
 def large_sparse_batch(cfg: ModelConfig, n: int = AUTO_MIN_NODES):
