@@ -16,10 +16,12 @@ sizes, and extrapolated. What one sample of n nodes with T hint steps (S = T - 1
   processor is overestimated (k = 2 where its memory grows as the edges).
 - workspace: the probes run the eager form of the fused kernels (`eager_kernels`: a dispatch mode must
   see every op) in their smallest chunks (relreason.models.kernels.smallest_chunks), so what they
-  measure grows with the graphs alone; a kernel's chunk buffer is a constant bounded by its budget
-  (the Edge Transformer's processor.chunk_mb where evaluation runs the eager kernels, none where it
-  runs the compiled ones: `Processor.eval_workspace`), held once per batch and added as such. (Measured
-  with the growing buffer, the ET's estimate was 4x its real peak at n = 128, about 10x at n = 256.)
+  measure grows with the graphs alone; a kernel's chunk buffer is a constant bounded by its budget,
+  held once per batch and added as such (`Net.eval_workspace`, times ALLOCATOR_OVERHEAD: it is freed
+  and allocated again like any tensor): the Edge Transformer's processor.chunk_mb where evaluation runs
+  the eager kernels (none where it runs the compiled ones), and the decoders' slab of edge-pointer
+  logits (64 MiB; Floyd-Warshall). (Extrapolated with the growing buffer, the ET's estimate was 4.9x
+  its real peak at n = 128, about 10x at n = 256.)
 - predictions: in evaluation the network keeps every step's hint predictions hard, as scoring reads
   them (`Net.forward(hard_hints=True)`: a pointer's int64 index, its stored shape; the rest float32;
   S x that, exact from the spec), each written into one buffer; the raw ones of a step (a pointer's
@@ -214,7 +216,7 @@ class Footprint:
     decodes_hints: bool
     small: Probe
     large: Probe
-    workspace: int = 0  # bytes the processor's kernels hold once per evaluation batch (Processor.eval_workspace)
+    workspace: int = 0  # bytes the kernels hold once per evaluation batch, whatever its size (Net.eval_workspace)
 
     @classmethod
     def measure(cls, net, probes: list[tuple[int, Dataset]], device: torch.device, model: str = "the model"
@@ -224,7 +226,7 @@ class Footprint:
         (s_size, small), (b_size, large) = probes
         measured = [Probe(size, ds.n, int(ds.lengths.max()), step_peak(net, ds, device))
                     for size, ds in ((s_size, small), (b_size, large))]
-        return cls(model, large.spec, net.spec, net.cfg.hint_mode.decode, *measured, net.processor.eval_workspace())
+        return cls(model, large.spec, net.spec, net.cfg.hint_mode.decode, *measured, net.eval_workspace())
 
     def nodes(self, size: int) -> int:
         """Node slots of a split of this size (the probes' largest ratio of nodes to size)."""
@@ -262,8 +264,9 @@ class Footprint:
         device_bytes = math.ceil(ALLOCATOR_OVERHEAD * tensors)
         stored = sample_bytes(self.data_spec, n, steps, stored=True)
         device_free, host_free = free if free is not None else free_memory(device)
+        workspace = math.ceil(ALLOCATOR_OVERHEAD * self.workspace)  # freed and allocated again, as tensors are
         return MemoryEstimate(size, n, steps, self.model, device_bytes, stored, num * stored, device_free, host_free,
-                              device.type != "cuda", self.workspace)
+                              device.type != "cuda", workspace)
 
 
 @dataclass(frozen=True)
@@ -282,7 +285,7 @@ class MemoryEstimate:
     device_free: int
     host_free: int
     shared: bool  # device and host are one memory (CPU)
-    workspace: int = 0  # device bytes held once per batch, whatever its size (Processor.eval_workspace)
+    workspace: int = 0  # device bytes held once per batch, whatever its size (Net.eval_workspace)
 
     @property
     def per_sample(self) -> int:

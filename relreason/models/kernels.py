@@ -18,10 +18,10 @@ compiled once per process with dynamic shapes (an ET run's first compilation tak
 path ran and `reset()` forgets a fallback: tests of the compiled kernels use them (tests/compiled_kernels.py),
 since a fallback would otherwise make them compare eager with eager.
 
-Eager kernels that work in chunks of a byte budget (the ET's `chunk_mb`) read it through `chunk_budget`:
-within `smallest_chunks()` they take one row at a time, so what the memory probes measure grows with the
-graphs alone, and the chunk buffer, bounded by the budget, is added as the constant it is
-(`Processor.eval_workspace`).
+Eager kernels that work in chunks of a budget (the ET's triangular product: `chunk_mb`; the decoders'
+edge-pointer logits: EDGE_POINTER_CHUNK elements) read it through `chunk_budget`: within
+`smallest_chunks()` they take one row at a time, so what the memory probes measure grows with the graphs
+alone, and the chunk buffer, bounded by the budget, is added as the constant it is (`Net.eval_workspace`).
 """
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ def smallest_chunks() -> Iterator[None]:
 
 
 def chunk_budget(budget: int) -> int:
-    """The bytes an eager kernel's chunk buffer may take: `budget`, or 0 (one row at a time) within
-    `smallest_chunks()`. Results do not depend on it."""
+    """What an eager kernel's chunks may take (bytes or elements, as the kernel counts): `budget`, or 0
+    (one row at a time) within `smallest_chunks()`. Results do not depend on it."""
     return 0 if _state["smallest_chunks"] else budget
 
 

@@ -35,12 +35,13 @@ from typing import Callable
 import torch
 from torch import nn
 
-from relreason.data.specs import Spec, Stage
+from relreason.data.specs import Location, Spec, Stage, Type
 from relreason.errors import RelreasonError
 from relreason.models.batch import Batch, permutation_mask_of, prepare_spec
 from relreason.models import sparse as sp
 from relreason.models.config import ModelConfig, PointerCandidates, PointerDecoding, RepredMode, ScalarLoss, SparseMode
-from relreason.models.decoders import DecodeContext, Decoders, feedback, fuse_permutation, harden, uniform
+from relreason.models.decoders import (EDGE_POINTER_CHUNK, DecodeContext, Decoders, feedback, fuse_permutation,
+                                       harden, uniform)
 from relreason.models.encoders import Encoders, check_supported, entry_form, model_form
 from relreason.models.losses import element_mask, feature_loss_sum
 from relreason.models.noise import Noise, Site, as_noise, stream, subset
@@ -116,6 +117,14 @@ class Net(nn.Module):
                    restrict_pointers=cfg.pointer_candidates is PointerCandidates.GRAPH)
         self.output_decoders = Decoders(self.output_features, **dec)
         self.hint_decoders = Decoders(self.hint_features, **dec) if cfg.hint_mode.decode else None
+
+    def eval_workspace(self) -> int:
+        """Bytes of scratch buffers one evaluation forward holds at most, whatever the graphs and the batch
+        (relreason.eval.memory adds them as a constant; its probes run the smallest chunks): the processor's
+        (`Processor.eval_workspace`), and one slab of edge-pointer logits where an edge pointer is decoded."""
+        decoded = self.output_features + (self.hint_features if self.hint_decoders is not None else [])
+        slab = any(f.location is Location.EDGE and f.type is Type.POINTER for f in decoded)
+        return self.processor.eval_workspace() + (EDGE_POINTER_CHUNK * 4 if slab else 0)  # float32
 
     # -- forward -------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ resident set (VmHWM), reset once the data and the model are built (by writing 5 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -130,6 +131,8 @@ def test_estimate_adds_activations_kept_predictions_data_and_the_split():
         scoring + kept + prediction_bytes(SPEC, n, Stage.OUTPUT) + sample_bytes(SPEC, n, steps, stored=False)))
     no_hints = footprint(small, large, decodes=False).estimate(128, 3, torch.device("cpu"), (1 << 40, 1 << 40))
     assert no_hints.device_bytes < est.device_bytes  # no hint predictions kept
+    kernels = dataclasses.replace(fp, workspace=64 * MiB).estimate(128, 3, torch.device("cpu"), (1 << 40, 1 << 40))
+    assert (kernels.device_bytes, kernels.workspace) == (est.device_bytes, ALLOCATOR_OVERHEAD * 64 * MiB)
 
 
 def estimate(per_sample: int, resident: int, free: int, shared: bool = True, device_free: int | None = None,
@@ -187,6 +190,26 @@ def test_probes_leave_out_the_et_chunk_buffer_and_add_it_where_evaluation_runs_e
     assert peaks[0] == peaks[1]
     assert et_net().processor.eval_workspace() == 0  # compiled kernels: no chunk buffer
     assert et_net("processor.compiled_kernels=false", "processor.chunk_mb=16").processor.eval_workspace() == 16 * MiB
+
+
+def test_probes_leave_out_the_edge_pointer_slab_and_add_it_once(make_small, monkeypatch):
+    """The decoders build edge-pointer logits (Floyd-Warshall) in slabs of at most EDGE_POINTER_CHUNK
+    elements: a constant workspace, which the probes leave out whatever the chunk."""
+    from relreason.config import build_config
+    from relreason.models import decoders
+    from relreason.train.workloads import build_workload
+
+    def net(task):
+        cfg = build_config("mpnn", task, "quick", ["model.hidden=64", "train.device=cpu"])
+        return build_workload(cfg, torch.device("cpu")).model
+
+    fw, ds = net("floyd_warshall"), make_small("floyd_warshall", 24, 1, 0)
+    assert fw.eval_workspace() == 4 * decoders.EDGE_POINTER_CHUNK and net("bfs").eval_workspace() == 0
+    peaks = []
+    for rows in (1, 24):  # slabs of one row i, or of all 24: (24, 24, 24, 64) floats, 3.4 MiB
+        monkeypatch.setattr(decoders, "EDGE_POINTER_CHUNK", rows * 24 * 24 * 64)
+        peaks.append(memory.step_peak(fw, ds, torch.device("cpu")))
+    assert peaks[0] == peaks[1]
 
 
 def test_step_peak_of_a_real_model_is_its_one_step_forward(make_small):
