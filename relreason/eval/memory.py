@@ -3,6 +3,7 @@
 memory there is.
 
     fp = Footprint.measure(net, [(32, small), (64, large)], device)   # two small real splits ("probes")
+    fp = Footprint.measure(net, probes, device, degree=parse_graph("er:c=2").mean_degree)  # graphs' degree
     est = fp.estimate(size=1024, num=32, device=device)   # available memory read now
     est.fits, est.batch(), est.describe()                  # "n=1024 needs ~9.1 GiB for one sample ..."
 
@@ -12,8 +13,17 @@ sizes, and extrapolated. What one sample of n nodes with T hint steps (S = T - 1
 - activations: the peak of one model step (forward and predictions), measured exactly on one sample
   of each probe (`PeakTracker` counts every tensor allocated, on any device), and scaled from the
   larger probe as n^k. k is measured between the probes and held in [2, 3]: a dense processor keeps
-  (N, N, width) pair tensors (k = 2); triplet messages and triangular attention grow as N^3. A sparse
-  processor is overestimated (k = 2 where its memory grows as the edges).
+  (N, N, width) pair tensors (k = 2); triplet messages and triangular attention grow as N^3.
+- on edge lists (`model.sparse`, relreason.models.sparse) a step's memory grows with the graph's
+  entries (a self-loop per node, each edge both ways), not n^2: where some sizes run sparse
+  (`Net.sparse_at`: `always`, or `auto` on >= 256 nodes and <= 5% of the pairs), the probes are also
+  measured there (`EdgeLists`), with the entries of their graphs, and scaled to the entries expected
+  at n, n (1 + d(n)), d the family's mean degree at its densest parameters
+  (relreason.data.families.GraphSpec.mean_degree; without a family, the benchmark's ER graphs keep
+  the probes' density), as entries^k, k measured and held in [1, 2] (wedges of triplets: entries x
+  degree). The auto decision reads the same expected density. Building the edge list reads dense
+  (N, N) masks, SPARSE_CONVERTER_BYTES a node pair. (Extrapolated as n^2, a pgn bfs evaluation at
+  n = 1,600 on ER graphs was estimated at 10x its real peak, 30x under `auto` from dense probes.)
 - workspace: the probes run the eager form of the fused kernels (`eager_kernels`: a dispatch mode must
   see every op) in their smallest chunks (relreason.models.kernels.smallest_chunks), so what they
   measure grows with the graphs alone; a kernel's chunk buffer is a constant bounded by its budget,
@@ -26,7 +36,7 @@ sizes, and extrapolated. What one sample of n nodes with T hint steps (S = T - 1
   them (`Net.forward(hard_hints=True)`: a pointer's int64 index, its stored shape; the rest float32;
   S x that, exact from the spec), each written into one buffer; the raw ones of a step (a pointer's
   logits over the n nodes) are part of its activations. Scoring then spans every step of a hint at
-  once (SCORING_BYTES per element of the largest hint: float64 statistics). The peak is the larger of
+  once (SCORING_BYTES per element of its costliest hint: float64 statistics). The peak is the larger of
   the last step's activations and scoring, plus the kept predictions. (Kept raw, as training keeps
   them, Floyd-Warshall's edge pointers took n^4 logits, and dfs at n = 1,600 on edge lists peaked at
   3.0 GB where it now peaks at 1.9 GB.)
@@ -38,9 +48,13 @@ T at n is the probes' longest trajectory, extrapolated as n^p (p measured betwee
 [0, 3]); the node count of a size is the probes' largest ratio of nodes to size (lobsters: the backbone
 length is the size, the padded graph has more nodes).
 
-Tensors take more than their bytes once freed buffers are kept for reuse: the device part is
-multiplied by ALLOCATOR_OVERHEAD. So made, the estimate of one sample is within a factor of 2 of the
-peak resident set of real evaluations (tests/eval/test_memory.py measures it in child processes).
+Tensors freed and allocated again take more than their bytes once freed buffers are kept for reuse
+(they fragment): a step's activations, the scorer's temporaries and the workspace are multiplied by
+ALLOCATOR_OVERHEAD; what is allocated once and kept (the kept predictions, the outputs, the batch) counts
+its bytes. So made, the estimate of one sample is within a factor of 2 of the peak resident set of real
+evaluations (tests/eval/test_memory.py measures it in child processes), down to evaluations of a few
+hundred MiB: below, fixed costs it does not count (the probes' own splits, first allocations: ~100 MiB on
+CPU) dominate.
 """
 
 from __future__ import annotations
@@ -48,16 +62,19 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import sys
 import weakref
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from relreason.data.specs import POINTER_TYPES, Spec, Stage
+from relreason.data.specs import POINTER_TYPES, Spec, Stage, Type
 from relreason.data.trajectory import Dataset, storage_dtype
+from relreason.errors import RelreasonError
 
 EVAL_MEMORY_FRACTION = 0.25  # of the available memory, for one evaluation batch (the rest: allocator, split, OS)
 EVAL_MAX_BATCH = 64  # beyond this a larger batch is no faster on CPU
@@ -66,15 +83,22 @@ EVAL_MAX_BATCH = 64  # beyond this a larger batch is no faster on CPU
 # 1.1 to 1.7 (mpnn, rt, triplet_gmpnn on bfs and floyd_warshall, n = 128 and 256); 2 errs on the safe side.
 ALLOCATOR_OVERHEAD = 2.0
 ACTIVATION_EXPONENT = (2.0, 3.0)  # n^k of a step's peak: pair tensors (2) up to triplets / triangles (3)
+# entries^k of a step's peak on edge lists: per-entry tensors (1) up to wedges (triplets over common neighbours)
+EDGE_EXPONENT = (1.0, 2.0)
+# Bytes per node pair of the dense (B, N, N) masks an edge list is built and checked from (relreason.models.sparse:
+# `adjacency`, `data_problems`; measured with PeakTracker at n = 1,600): too small at the probes to be seen there
+SPARSE_CONVERTER_BYTES = 6
 LENGTH_EXPONENT = (0.0, 3.0)  # n^p of the trajectory length: constant (bfs on dense graphs) to n^2 (bubble sort)
 PROBE_MAX = 64  # largest probe size: a step there takes well under a second (the ET's eager kernels: ~2 s)
 PROBE_MIN = 8  # smallest probe size where the algorithm allows it: below, fixed costs hide how memory grows
 PROBE_NUM = 4  # samples per probe (their longest trajectory counts)
 PROBE_SEED = 7  # any fixed seed: the probes only measure
 FLOAT_BYTES = 4  # activations and predictions are float32 (evaluation never autocasts)
-# Bytes per element of a hint feature while relreason.eval.metrics.Scorer scores it, all steps at once: its
-# statistics are summed in float64, and a scalar's squared error holds three (B, S, ...) float64 temporaries.
-SCORING_BYTES = 24
+# Bytes per element of a hint feature while relreason.eval.metrics.Scorer scores it, every step at once
+# (measured with PeakTracker): a scalar's squared error holds three float64 temporaries, the others a float64
+# sum of booleans; a categorical's and a mask_one's comparisons run on the argmax over their last axis.
+SCORING_BYTES = {Type.SCALAR: 24, Type.MASK: 13, Type.POINTER: 10, Type.SHOULD_BE_PERMUTATION: 10,
+                 Type.PERMUTATION_POINTER: 10, Type.CATEGORICAL: 6, Type.MASK_ONE: 2}
 GIB = 2**30
 
 
@@ -130,6 +154,26 @@ def one_step(ds: Dataset) -> Dataset:
                                lengths=np.minimum(one.lengths, 2))
 
 
+def step_entries(net, ds: Dataset, device: torch.device) -> int:
+    """Entries of the edge list the step of `step_peak` runs on (0: it runs dense)."""
+    from relreason.models.batch import Batch
+
+    graph = net.sparse_graph(Batch.from_dataset(one_step(ds), net.cfg, net.spec, device))
+    return 0 if graph is None else graph.entries
+
+
+@contextlib.contextmanager
+def sparse_mode(net, mode):
+    """Within the block, `net` runs under `model.sparse: mode` (relreason.models.config.SparseMode): its
+    config is replaced, never changed (a multi-task model's nets share one)."""
+    cfg = net.cfg
+    net.cfg = dataclasses.replace(cfg, sparse=mode)
+    try:
+        yield
+    finally:
+        net.cfg = cfg
+
+
 def step_peak(net, ds: Dataset, device: torch.device) -> int:
     """Bytes at the peak of one model step (forward and hard predictions) on the longest sample of `ds`."""
     from relreason.models.batch import Batch
@@ -166,9 +210,11 @@ def hard_bytes(spec: Spec, n: int, stage: Stage) -> int:
                for f in spec.values() if f.stage is stage)
 
 
-def scored_elements(spec: Spec, n: int) -> int:
-    """Elements of one step of the largest hint feature of one sample: what a scoring statistic spans."""
-    return max((_elements(f.shape(n)) for f in spec.values() if f.stage is Stage.HINT), default=0)
+def scoring_bytes(spec: Spec, n: int) -> int:
+    """Bytes of the scorer's temporaries per step of one sample: its costliest hint feature (SCORING_BYTES;
+    the features are scored one at a time)."""
+    return max((_elements(f.shape(n)) * SCORING_BYTES[f.type] for f in spec.values() if f.stage is Stage.HINT),
+               default=0)
 
 
 def prediction_bytes(spec: Spec, n: int, stage: Stage) -> int:
@@ -197,13 +243,45 @@ def free_memory(device: torch.device) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Probe:
-    """What one small real split showed: its size and padded node count, its longest trajectory, and the
-    peak bytes of one model step on one sample."""
+    """What one small real split showed: its size and padded node count, its longest trajectory, the
+    peak bytes of one model step on one sample, and the entries of the edge list that step ran on."""
 
     size: int
     nodes: int
     length: int
     step: int
+    entries: int = 0  # 0: the step ran dense
+
+
+@dataclass(frozen=True)
+class EdgeLists:
+    """How a model's step grows where evaluation runs on edge lists (relreason.models.sparse): two probes
+    measured there, the graphs' expected mean degree at n nodes (`degree`: the graph family's,
+    relreason.data.families.GraphSpec.mean_degree; None: unknown, the probes' density is held, as the
+    benchmark's ER graphs keep theirs), and whether a batch of n node slots whose entries are a given
+    share of its node pairs runs on edge lists (`runs_sparse`: relreason.models.net.Net.sparse_at)."""
+
+    small: Probe
+    large: Probe
+    degree: Callable[[int], float | None] | None
+    runs_sparse: Callable[[int, float], bool]
+
+    def entries(self, nodes: int) -> float:
+        """Entries expected in a graph of this many nodes: a self-loop per node and each edge both ways."""
+        degree = None if self.degree is None else self.degree(nodes)
+        if degree is None:
+            b = self.large
+            return b.entries * (nodes / b.nodes) ** 2
+        return nodes * (1.0 + degree)
+
+    def activations(self, nodes: int) -> int:
+        """Bytes at the peak of one model step on one graph of this many nodes: scaled from the larger
+        probe as entries^k, k measured between the probes' entries and held in EDGE_EXPONENT beyond them."""
+        s, b = self.small, self.large
+        entries = self.entries(nodes)
+        bounds = (0.0, EDGE_EXPONENT[1]) if entries <= b.entries else EDGE_EXPONENT
+        k = _exponent(s.step, b.step, s.entries, b.entries, bounds)
+        return math.ceil(b.step * (entries / b.entries) ** k)
 
 
 @dataclass(frozen=True)
@@ -217,16 +295,36 @@ class Footprint:
     small: Probe
     large: Probe
     workspace: int = 0  # bytes the kernels hold once per evaluation batch, whatever its size (Net.eval_workspace)
+    edge_lists: EdgeLists | None = None  # where some sizes run on edge lists (model.sparse)
 
     @classmethod
-    def measure(cls, net, probes: list[tuple[int, Dataset]], device: torch.device, model: str = "the model"
-                ) -> "Footprint":
+    def measure(cls, net, probes: list[tuple[int, Dataset]], device: torch.device, model: str = "the model",
+                degree: Callable[[int], float | None] | None = None) -> "Footprint":
         """Measures `net` on one sample of each of two probe splits, (size, split) from small to large
-        (the same split twice when only one size is probed)."""
-        (s_size, small), (b_size, large) = probes
-        measured = [Probe(size, ds.n, int(ds.lengths.max()), step_peak(net, ds, device))
-                    for size, ds in ((s_size, small), (b_size, large))]
-        return cls(model, large.spec, net.spec, net.cfg.hint_mode.decode, *measured, net.eval_workspace())
+        (the same split twice when only one size is probed): dense, and on edge lists where some sizes
+        run there (`model.sparse`), `degree` then giving the graphs' mean degree at n nodes (`EdgeLists`).
+
+        Raises:
+            RelreasonError: `model.sparse: always` where the network or the probes have no sparse form."""
+        from relreason.models.config import SparseMode
+
+        large = probes[1][1]
+
+        def measured(mode: SparseMode) -> list[Probe]:
+            with sparse_mode(net, mode):
+                return [Probe(size, ds.n, int(ds.lengths.max()), step_peak(net, ds, device),
+                              step_entries(net, ds, device)) for size, ds in probes]
+
+        edge_lists = None
+        if net.sparse_at(sys.maxsize, 0.0):  # some graphs run on edge lists
+            try:
+                edge_lists = EdgeLists(*measured(SparseMode.ALWAYS), degree, net.sparse_at)
+            except RelreasonError:  # the probes' data has no sparse form: `auto` runs such graphs dense
+                if net.cfg.sparse is SparseMode.ALWAYS:
+                    raise
+        always = edge_lists is not None and net.cfg.sparse is SparseMode.ALWAYS
+        dense = [edge_lists.small, edge_lists.large] if always else measured(SparseMode.NEVER)
+        return cls(model, large.spec, net.spec, net.cfg.hint_mode.decode, *dense, net.eval_workspace(), edge_lists)
 
     def nodes(self, size: int) -> int:
         """Node slots of a split of this size (the probes' largest ratio of nodes to size)."""
@@ -254,14 +352,19 @@ class Footprint:
         bytes, default: read now)."""
         n, steps = self.nodes(size), self.length(size)
         model_steps = max(1, steps - 1)
+        edges = self.edge_lists
+        sparse = edges is not None and edges.runs_sparse(n, edges.entries(n) / (n * n))
         decoded = self.decodes_hints
         kept = model_steps * hard_bytes(self.model_spec, n, Stage.HINT) if decoded else 0  # every step's, hard
-        scoring = model_steps * SCORING_BYTES * scored_elements(self.model_spec, n) if decoded else 0
+        scoring = model_steps * scoring_bytes(self.model_spec, n) if decoded else 0
         outputs = prediction_bytes(self.model_spec, n, Stage.OUTPUT)
         batch = sample_bytes(self.model_spec, n, steps, stored=False)
-        # the peak: during the last step, or while the kept predictions are scored (activations freed)
-        tensors = max(self.activations(size), scoring) + kept + outputs + batch
-        device_bytes = math.ceil(ALLOCATOR_OVERHEAD * tensors)
+        activations = edges.activations(n) if sparse else self.activations(size)
+        converter = SPARSE_CONVERTER_BYTES * n * n if sparse else 0  # before the first step
+        # the peak: building the edge list, during the last step, or while the kept predictions are scored; what
+        # is freed and allocated again takes ALLOCATOR_OVERHEAD times its bytes, what is allocated once its bytes
+        churn = max(converter, activations, scoring)
+        device_bytes = math.ceil(ALLOCATOR_OVERHEAD * churn) + kept + outputs + batch
         stored = sample_bytes(self.data_spec, n, steps, stored=True)
         device_free, host_free = free if free is not None else free_memory(device)
         workspace = math.ceil(ALLOCATOR_OVERHEAD * self.workspace)  # freed and allocated again, as tensors are

@@ -236,23 +236,34 @@ class Net(nn.Module):
 
         Raises:
             RelreasonError: `model.sparse: always` where the network or the batch has no sparse form."""
-        mode = self.cfg.sparse
-        if mode is SparseMode.NEVER:
+        if not self.sparse_at(batch.n, None, return_state):
             return None
-        proc = self.processor
-        problems = sp.static_problems(self.spec, proc, self.cfg.pointer_decoding is PointerDecoding.EDGE, return_state)
-        if mode is SparseMode.AUTO and (problems or proc.sparse_form is not sp.SparseForm.EXACT
-                                        or batch.n < sp.AUTO_MIN_NODES):
-            return None
-        if problems:
-            raise sp.refuse(problems)
         graph = sp.SparseGraph.from_batch(batch)
-        if mode is SparseMode.AUTO and graph.density > sp.AUTO_MAX_DENSITY:
+        if not self.sparse_at(batch.n, graph.density, return_state):
             return None
         problems = sp.data_problems(self.spec, batch, graph)
-        if problems and mode is SparseMode.ALWAYS:
+        if problems and self.cfg.sparse is SparseMode.ALWAYS:
             raise sp.refuse(problems)
         return None if problems else graph
+
+    def sparse_at(self, nodes: int, density: float | None, return_state: bool = False) -> bool:
+        """Whether a batch of `nodes` node slots runs on edge lists under `model.sparse`, before its data
+        checks (`sparse_graph`): `density` is the share of its real node pairs that are entries (None: not
+        known yet, taken as low enough). Memory estimates ask it of the graphs they expect.
+
+        Raises:
+            RelreasonError: `model.sparse: always` where the network has no sparse form."""
+        mode = self.cfg.sparse
+        if mode is SparseMode.NEVER:
+            return False
+        proc = self.processor
+        problems = sp.static_problems(self.spec, proc, self.cfg.pointer_decoding is PointerDecoding.EDGE, return_state)
+        if mode is SparseMode.AUTO:
+            return not problems and proc.sparse_form is sp.SparseForm.EXACT and nodes >= sp.AUTO_MIN_NODES \
+                and (density is None or density <= sp.AUTO_MAX_DENSITY)
+        if problems:
+            raise sp.refuse(problems)
+        return True
 
     def _forward_sparse(self, batch: Batch, graph: sp.SparseGraph, train: bool, noise: Noise | None,
                         hard_hints: bool) -> NetOutput:
