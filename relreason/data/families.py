@@ -40,6 +40,7 @@ steps; at n = 1,600 a graph takes 2-40 ms of CPU on the development machine (scr
 from __future__ import annotations
 
 import difflib
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -129,6 +130,8 @@ class GraphFamily:
     doc: str  # one paragraph: the model, its defining property, its defaults' source
     min_size: Callable[[dict], int] = lambda params: 2  # smallest n for these (resolved) parameters
     alternatives: tuple[str, ...] = ()  # at most one of these is given; unset ones have default None
+    # degree(n, **fixed parameters), as `build` takes them: the expected mean degree at n nodes (None: not known)
+    degree: Callable[..., float] | None = None
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -142,13 +145,15 @@ FAMILIES: Registry[GraphFamily] = Registry("graph family", "relreason list graph
 
 
 def register_family(name: str, params: tuple[Param, ...] = (), min_size: Callable[[dict], int] | None = None,
-                    alternatives: tuple[str, ...] = ()) -> Callable:
-    """Decorator registering `build(rng, n, **params)` as graph family `name` (its docstring is its doc)."""
+                    alternatives: tuple[str, ...] = (), degree: Callable[..., float] | None = None) -> Callable:
+    """Decorator registering `build(rng, n, **params)` as graph family `name` (its docstring is its doc);
+    `degree(n, **params)`: the expected mean degree of its graphs (what memory estimates read)."""
 
     def add(build: Callable) -> Callable:
         doc = " ".join((build.__doc__ or "").split())
         extra = {"min_size": min_size} if min_size is not None else {}
-        FAMILIES.register(name, GraphFamily(name, build, params, doc, alternatives=alternatives, **extra))
+        FAMILIES.register(name, GraphFamily(name, build, params, doc, alternatives=alternatives, degree=degree,
+                                            **extra))
         return build
 
     return add
@@ -191,6 +196,17 @@ class GraphSpec:
     def min_size(self) -> int:
         """The smallest number of nodes every draw of these parameters can be built on."""
         return FAMILIES.get(self.family).min_size(self.values)
+
+    def mean_degree(self, n: int) -> float | None:
+        """The expected mean degree of a graph of n nodes at the densest of these parameters (every
+        combination of a range's ends and a choice's values tried), or None where the family does not say.
+        Memory estimates of sparse evaluation read it (relreason.eval.memory)."""
+        degree = FAMILIES.get(self.family).degree
+        if degree is None:
+            return None
+        names = [k for k, _ in self.params]
+        return max(degree(n, **dict(zip(names, fixed)))
+                   for fixed in itertools.product(*(_members(v) for _, v in self.params)))
 
     def draw_params(self, rng: RandomState) -> dict[str, Any]:
         """The parameters of one graph: ranges and choices drawn (in the family's order), values as given."""
@@ -398,19 +414,24 @@ def _er_edges(rng: RandomState, n: int, p: float) -> np.ndarray:
     return upper | upper.T
 
 
+def _er_probability(n: int, p: float | None, c: float | None) -> float:
+    """er's edge probability: p, or c ln(n) / n clipped to 1."""
+    return min(1.0, c * math.log(n) / n) if p is None else p
+
+
 @register_family("er", params=(
     Param("p", float, None, "edge probability of each pair (not p^2 as in the benchmark's undirected "
                             "ER); give p or c", _probability),
     Param("c", float, Uniform(1.0, 3.0), "p = c ln(n) / n, clipped to 1 (default: SALSA-CLRS's p drawn "
                                          "per graph from U(ln n / n, 3 ln n / n))", _positive),
     Param("connected", bool, True, "redraw until connected, as SALSA-CLRS's ER (0: plain G(n, p))"),
-), alternatives=("p", "c"))
+), alternatives=("p", "c"), degree=lambda n, p=None, c=None, connected=True: (n - 1) * _er_probability(n, p, c))
 def er_graph(rng: RandomState, n: int, p: float | None = None, c: float | None = None,
              connected: bool = True) -> np.ndarray:
     """Erdos-Renyi G(n, p): every pair an edge independently with probability p. Defining property:
     edge density p. Default: SALSA-CLRS's sparse ER, p = c ln(n)/n with c drawn from U(1, 3) per graph,
     redrawn until connected (c > 1 is above the connectivity threshold)."""
-    prob = min(1.0, c * math.log(n) / n) if p is None else p
+    prob = _er_probability(n, p, c)
     for _ in range(MAX_REDRAWS):
         adj = _er_edges(rng, n, prob)
         if not connected or is_connected(adj):
@@ -424,7 +445,7 @@ def er_graph(rng: RandomState, n: int, p: float | None = None, c: float | None =
                                       "neighbours on each side (default: SALSA-CLRS's test sets)", _even),
     Param("p", float, Uniform(0.05, 0.2), "probability of rewiring each ring edge to a uniformly drawn "
                                           "node (default: SALSA-CLRS's test sets)", _probability),
-), min_size=lambda params: max(_members(params["k"])) + 1)
+), min_size=lambda params: max(_members(params["k"])) + 1, degree=lambda n, k=4, p=0.1: min(k, n - 1))
 def ws_graph(rng: RandomState, n: int, k: int = 4, p: float = 0.1) -> np.ndarray:
     """Watts-Strogatz small world: a ring lattice of mean degree k whose edges are each rewired with
     probability p to a uniformly drawn node (no self-loops, no multi-edges; networkx's order: layer by
@@ -454,7 +475,7 @@ def ws_graph(rng: RandomState, n: int, k: int = 4, p: float = 0.1) -> np.ndarray
     return adj
 
 
-@register_family("delaunay")
+@register_family("delaunay", degree=lambda n: 2 * max(n - 1, 3 * n - 6) / n)  # a triangulation: <= 3N - 6 edges
 def delaunay_graph(rng: RandomState, n: int) -> np.ndarray:
     """Delaunay triangulation of n points uniform in the unit square (SALSA-CLRS's delaunay): planar
     (E <= 3N - 6), connected, every bounded face a triangle whose circumcircle holds no other point.
@@ -466,7 +487,8 @@ def delaunay_graph(rng: RandomState, n: int) -> np.ndarray:
 @register_family("ba", params=(
     Param("m", int, 2, "edges each new node brings (default: mean degree about 4, as ws's smallest k)",
           _at_least_one),
-), min_size=lambda params: max(_members(params["m"])) + 1)
+), min_size=lambda params: max(_members(params["m"])) + 1,
+   degree=lambda n, m=2: 2 * (m * (m + 1) // 2 + m * (n - m - 1)) / n)
 def ba_graph(rng: RandomState, n: int, m: int = 2) -> np.ndarray:
     """Barabasi-Albert preferential attachment: a complete graph on the first m + 1 nodes, then each new
     node links to m distinct existing nodes drawn with probability proportional to their degree.
@@ -502,7 +524,7 @@ def ba_graph(rng: RandomState, n: int, m: int = 2) -> np.ndarray:
           _probability),
     Param("p_out", float, 0.01, "edge probability between blocks (default: the benchmark's community eps)",
           _probability),
-), min_size=lambda params: max(_members(params["blocks"])))
+), min_size=lambda params: max(_members(params["blocks"])), degree=lambda n, **k: _sbm_degree(n, **k))
 def sbm_graph(rng: RandomState, n: int, blocks: int = 4, p_in: float = 0.5, p_out: float = 0.01) -> np.ndarray:
     """Stochastic block model: nodes split into `blocks` consecutive blocks (sizes differ by at most
     one); each pair an edge independently with probability p_in inside a block, p_out between blocks.
@@ -513,6 +535,12 @@ def sbm_graph(rng: RandomState, n: int, blocks: int = 4, p_in: float = 0.5, p_ou
     return upper | upper.T
 
 
+def _sbm_degree(n: int, blocks: int = 4, p_in: float = 0.5, p_out: float = 0.01) -> float:
+    """sbm's expected mean degree: 2 E[edges] / n."""
+    inside = sum(s * (s - 1) for s in block_sizes(n, blocks)) / 2
+    return 2 * (p_in * inside + p_out * (n * (n - 1) / 2 - inside)) / n
+
+
 def block_sizes(n: int, blocks: int) -> list[int]:
     """Sizes of sbm's blocks: as equal as possible, the first n % blocks one larger."""
     return [n // blocks + (i < n % blocks) for i in range(blocks)]
@@ -521,7 +549,7 @@ def block_sizes(n: int, blocks: int) -> list[int]:
 @register_family("grid", params=(
     Param("periodic", bool, False, "wrap rows and columns of at least 3 nodes into rings, a torus "
                                    "(default: open, as SALSA-CLRS's grid)"),
-))
+), degree=lambda n, periodic=False: 2 * (2 * n - (0 if periodic else sum(grid_shape(n)))) / n)  # torus: <= 2N edges
 def grid_graph(rng: RandomState, n: int, periodic: bool = False) -> np.ndarray:
     """2-D lattice, near-square for any n: `grid_shape(n)` = (rows, cols) with cols = ceil(sqrt(n)),
     rows filled in order, the last one possibly short. Defining properties: degrees 1..4 (2..4 on a
@@ -552,7 +580,7 @@ def grid_shape(n: int) -> tuple[int, int]:
     return -(-n // cols), cols
 
 
-@register_family("tree")
+@register_family("tree", degree=lambda n: 2 * (n - 1) / n)
 def tree_graph(rng: RandomState, n: int) -> np.ndarray:
     """Uniform random labelled tree: a uniform Pruefer sequence of n - 2 labels, decoded (Cayley: every
     one of the n^(n-2) labelled trees equally likely; depth about sqrt(n)). Defining properties:

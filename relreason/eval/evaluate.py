@@ -55,7 +55,7 @@ def score_dataset(model, ds: Dataset, spec, model_cfg, device: torch.device, bat
             rows = torch.from_numpy(idx)
             batch = Batch.from_dataset(part, model_cfg, spec, device, generator=subset(noise, rows))
             try:
-                out = model(batch, train=False)
+                out = model(batch, train=False, hard_hints=True)  # hints kept as scored: a pointer's index
             except torch.OutOfMemoryError:
                 raise RelreasonError(f"evaluation ran out of memory at batch size {batch_size} (n={ds.n})",
                                      f"use a smaller batch: --batch-size {max(1, batch_size // 4)} "

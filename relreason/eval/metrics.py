@@ -12,7 +12,7 @@ averaged over steps weighted by the number of samples running, as the reference'
 
     scorer = Scorer(batch.spec)
     for batch in split:
-        scorer.update(net.predict(net(batch, train=False)), batch)
+        scorer.update(net.predict(net(batch, train=False, hard_hints=True)), batch)
     scores = scorer.result()   # Scores(outputs={"pi": 0.97}, score=0.97, hints={...})
 
 A split scored in parts (distributed evaluation: each process scores its batches) is put together

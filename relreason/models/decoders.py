@@ -43,6 +43,7 @@ from torch import nn
 from relreason.data.specs import Feature, Location, Type
 from relreason.models.config import PointerDecoding
 from relreason.models.encoders import PTR, EdgeInput, check_supported, linear, one_hot
+from relreason.models.kernels import chunk_budget
 from relreason.models.noise import Noise
 from relreason.models.precision import float32_apply
 from relreason.models.sparse import SparseGraph
@@ -167,15 +168,24 @@ def edge_pointer_logits(pred: torch.Tensor, target: torch.Tensor, out: nn.Linear
     """logit[b, i, j, k] = out(max(pred[b, i, j], target[b, k])) for pred (B, N, N, H), target (B, N, H).
 
     The (B, N, N, N, H) intermediate is 4 GB at batch 32, n 64, H 128: without autograd (evaluation)
-    it is built a slab of rows i at a time. Written as w . target + w . relu(pred - target)."""
+    it is built a slab of rows i at a time, EDGE_POINTER_CHUNK elements at most (one row within
+    relreason.models.kernels.smallest_chunks). Written as w . target + w . relu(pred - target)."""
     w = out.weight[0]
     base = (target @ w + out.bias)[:, None, None, :]  # (B, 1, 1, N)
     B, n, _, H = pred.shape
     if torch.is_grad_enabled():
         return torch.relu(pred[:, :, :, None, :] - target[:, None, None, :, :]) @ w + base
-    step = max(1, EDGE_POINTER_CHUNK // max(1, B * n * n * H))
-    parts = [torch.relu_(pred[:, i:i + step, :, None, :] - target[:, None, None, :, :]) @ w for i in range(0, n, step)]
-    return torch.cat(parts, 1) + base
+    step = min(n, max(1, chunk_budget(EDGE_POINTER_CHUNK) // max(1, B * n * n * H)))
+    # one buffer for every slab, the logits written into one tensor: a slab allocated and freed per chunk
+    # between the logits' parts fragments the heap (evaluations of Floyd-Warshall grew 2-5x their tensors)
+    flat = pred.new_empty(B * step * n * n * H)
+    logits = pred.new_empty(B, n, n, n)
+    for i in range(0, n, step):
+        rows = min(step, n - i)
+        slab = flat[:B * rows * n * n * H].view(B, rows, n, n, H)  # contiguous, as a fresh difference would be
+        torch.sub(pred[:, i:i + rows, :, None, :], target[:, None, None, :, :], out=slab)
+        logits[:, i:i + rows] = slab.relu_() @ w  # (B, rows, N, N)
+    return logits + base
 
 
 def uniform(shape, device: torch.device, generator: torch.Generator | Noise | None) -> torch.Tensor:

@@ -9,13 +9,19 @@ n = 64 (scripts/bench_train.py --model et). Results equal the eager kernels to f
 
 `fused(expr, *args, eager=...)` runs the compiled `expr(*args)`, or the eager kernel on the same
 arguments (by default `expr` itself, uncompiled) when compiling is switched off for a block
-(`enabled(False)`: the benchmark counts FLOPs so) or unavailable (no C++ compiler, or inductor
+(`enabled(False)`: the benchmark counts FLOPs so, the memory probes of relreason.eval.memory see every
+op so) or unavailable (no C++ compiler, or inductor
 failed): then one line on stderr says so, once per process, and every later call runs eager. A
 model option (the ET's `compiled_kernels: false`) skips `fused` altogether. Each expression is
 compiled once per process with dynamic shapes (an ET run's first compilation takes about 25 s on a
 2-core CPU; inductor caches it on disk for later processes). `broken()` and `compiled_calls()` say which
 path ran and `reset()` forgets a fallback: tests of the compiled kernels use them (tests/compiled_kernels.py),
 since a fallback would otherwise make them compare eager with eager.
+
+Eager kernels that work in chunks of a budget (the ET's triangular product: `chunk_mb`; the decoders'
+edge-pointer logits: EDGE_POINTER_CHUNK elements) read it through `chunk_budget`: within
+`smallest_chunks()` they take one row at a time, so what the memory probes measure grows with the graphs
+alone, and the chunk buffer, bounded by the budget, is added as the constant it is (`Net.eval_workspace`).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import torch
 
 RECOMPILE_LIMIT = 64  # compiled variants kept per expression (dtypes x stride patterns x size classes)
 _compiled: dict[Callable[..., torch.Tensor], Callable[..., torch.Tensor]] = {}
-_state = {"on": True, "broken": "", "compiled_calls": 0}
+_state = {"on": True, "broken": "", "compiled_calls": 0, "smallest_chunks": False}
 
 
 def broken() -> str:
@@ -57,6 +63,23 @@ def enabled(on: bool) -> Iterator[None]:
         yield
     finally:
         _state["on"] = before
+
+
+@contextlib.contextmanager
+def smallest_chunks() -> Iterator[None]:
+    """Within the block, eager kernels work in their smallest chunks (`chunk_budget` gives 0: one row)."""
+    before = _state["smallest_chunks"]
+    _state["smallest_chunks"] = True
+    try:
+        yield
+    finally:
+        _state["smallest_chunks"] = before
+
+
+def chunk_budget(budget: int) -> int:
+    """What an eager kernel's chunks may take (bytes or elements, as the kernel counts): `budget`, or 0
+    (one row at a time) within `smallest_chunks()`. Results do not depend on it."""
+    return 0 if _state["smallest_chunks"] else budget
 
 
 def fused(expr: Callable[..., torch.Tensor], *args: torch.Tensor,

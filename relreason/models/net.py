@@ -4,6 +4,7 @@
     out = net(batch, train=True, generator=g)      # NetOutput: raw predictions
     loss, terms = net.loss(batch, out)             # scalar tensor, {"output.pi": .., "hint.d": ..}
     preds = net.predict(out)                       # storage convention, for relreason.eval.Scorer
+    out = net(batch, train=False, hard_hints=True) # evaluation: hints kept as `predict` returns them
 
 Per forward pass, with T the batch's longest trajectory, the network runs S = max(1, T - 1) steps:
 step 0 encodes the inputs and the ground-truth hints[0]; step s >= 1 encodes the hints predicted at
@@ -14,6 +15,11 @@ step runs the processor from the carried state and decodes hints[s + 1]. A sampl
 runs max(1, L - 1) steps: afterwards its state is frozen (later steps compute only the samples still
 running), and its outputs are decoded from its own last step. The loop over steps is the only Python
 loop; everything inside is batched.
+
+The network keeps every step's hint predictions until the end of the pass: raw (logits; a pointer's
+over the n nodes) for the loss, or, with `hard_hints` (evaluation: scoring reads nothing else), in the
+storage convention `predict` returns, hardened as each step ends (a pointer's index: n times smaller;
+dfs at n = 1,600 has 4,800 steps). `predict` then gives the same tensors either way.
 
 On large sparse graphs (`model.sparse`, relreason.models.sparse) the same loop runs on edge lists:
 `sparse_graph(batch)` says whether and on which entries; the NetOutput then holds node-pointer
@@ -29,12 +35,13 @@ from typing import Callable
 import torch
 from torch import nn
 
-from relreason.data.specs import Spec, Stage
+from relreason.data.specs import Location, Spec, Stage, Type
 from relreason.errors import RelreasonError
 from relreason.models.batch import Batch, permutation_mask_of, prepare_spec
 from relreason.models import sparse as sp
 from relreason.models.config import ModelConfig, PointerCandidates, PointerDecoding, RepredMode, ScalarLoss, SparseMode
-from relreason.models.decoders import DecodeContext, Decoders, feedback, fuse_permutation, harden, uniform
+from relreason.models.decoders import (EDGE_POINTER_CHUNK, DecodeContext, Decoders, feedback, fuse_permutation,
+                                       harden, uniform)
 from relreason.models.encoders import Encoders, check_supported, entry_form, model_form
 from relreason.models.losses import element_mask, feature_loss_sum
 from relreason.models.noise import Noise, Site, as_noise, stream, subset
@@ -53,6 +60,8 @@ class NetOutput:
     state: State | None = None
     # the sparse form's edge list (None: dense); node pointers are then per entry: outputs (E,), hints (E, S)
     graph: sp.SparseGraph | None = None
+    # forward(hard_hints=True): `hints` hold `predict`'s hard predictions (B, S, ...), per entry never
+    hard_hints: bool = False
 
 
 def _scatter(full: torch.Tensor | None, rows: torch.Tensor, part: torch.Tensor, size: int) -> torch.Tensor:
@@ -60,6 +69,15 @@ def _scatter(full: torch.Tensor | None, rows: torch.Tensor, part: torch.Tensor, 
     if full is None:
         full = part.new_zeros((size,) + tuple(part.shape[1:]))
     return full.index_copy(0, rows, part)
+
+
+def _put(buffers: dict[str, torch.Tensor], name: str, s: int, steps: int, value: torch.Tensor) -> None:
+    """Writes one step's `value` (B, ...) (or (E,)) into buffers[name][:, s], a (B, steps, ...) buffer of
+    zeros made at the first write: one buffer, not a stack of small per-step tensors at the end (on long
+    trajectories those fragment the heap between the steps' temporaries, and the stack doubles them)."""
+    if name not in buffers:
+        buffers[name] = value.new_zeros((value.shape[0], steps) + tuple(value.shape[1:]))
+    buffers[name][:, s] = value
 
 
 def _where(keep: torch.Tensor, a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
@@ -100,14 +118,23 @@ class Net(nn.Module):
         self.output_decoders = Decoders(self.output_features, **dec)
         self.hint_decoders = Decoders(self.hint_features, **dec) if cfg.hint_mode.decode else None
 
+    def eval_workspace(self) -> int:
+        """Bytes of scratch buffers one evaluation forward holds at most, whatever the graphs and the batch
+        (relreason.eval.memory adds them as a constant; its probes run the smallest chunks): the processor's
+        (`Processor.eval_workspace`), and one slab of edge-pointer logits where an edge pointer is decoded."""
+        decoded = self.output_features + (self.hint_features if self.hint_decoders is not None else [])
+        slab = any(f.location is Location.EDGE and f.type is Type.POINTER for f in decoded)
+        return self.processor.eval_workspace() + (EDGE_POINTER_CHUNK * 4 if slab else 0)  # float32
+
     # -- forward -------------------------------------------------------------------------------
 
     def forward(self, batch: Batch, *, train: bool, generator: torch.Generator | Noise | None = None,
-                return_state: bool = False) -> NetOutput:
+                return_state: bool = False, hard_hints: bool = False) -> NetOutput:
         """Runs the hint loop. `generator` draws teacher forcing, Gumbel noise and dropout (training only),
         each site and step from its own stream drawn for the global batch (relreason.models.noise), so
         a sample's noise does not depend on the batch it is in; `return_state` also returns the final
-        processor state (`NetOutput.state`, what TransNAR reads).
+        processor state (`NetOutput.state`, what TransNAR reads); `hard_hints` (evaluation) keeps each
+        step's hint predictions as `predict` returns them (module docstring), which `loss` cannot read.
 
         Each step computes only the samples still running (a sample with L hint steps runs
         max(1, L - 1) steps): the batch shrinks as trajectories end, which skips about a third of
@@ -115,10 +142,12 @@ class Net(nn.Module):
         (never scored). A sample's outputs are decoded at its own last step."""
         cfg, proc = self.cfg, self.processor
         B, n, device = batch.size, batch.n, batch.device
+        if hard_hints and train:
+            raise ValueError("hard_hints is for evaluation (train=False): the loss reads raw hint predictions")
         noise = as_noise(generator, B)
         graph = self.sparse_graph(batch, return_state)
         if graph is not None:
-            return self._forward_sparse(batch, graph, train, noise)
+            return self._forward_sparse(batch, graph, train, noise, hard_hints)
         S = max(1, batch.max_length - 1)
         steps = [max(1, L - 1) for L in batch.lengths.tolist()]  # steps each sample runs
         hard = cfg.hint_repred is not RepredMode.SOFT and not (cfg.hint_repred is RepredMode.HARD_ON_EVAL and train)
@@ -129,6 +158,7 @@ class Net(nn.Module):
         state = proc.initial_state(B, n, device, base.node.dtype)
         edge0 = state.edge  # fed every step to processors that do not carry their edge state
         hint_preds: dict[str, list[torch.Tensor]] = {f.name: [] for f in self.hint_features} if self.hint_decoders else {}
+        kept: dict[str, torch.Tensor] = {}  # hard_hints: name -> (B, S, ...) hard predictions, written per step
         prev: dict[str, torch.Tensor] = {}  # last step's raw hint predictions, (B, ...)
         outputs: dict[str, torch.Tensor] = {}
         final_edge = None  # (B, N, N, E) with return_state: each sample's edge state of its last step
@@ -137,8 +167,11 @@ class Net(nn.Module):
         for s in range(S):
             running = [b for b in range(B) if steps[b] > s]
             if not running:  # only when hints were padded past every sample's length
-                for k in hint_preds:
-                    hint_preds[k].append(torch.zeros_like(hint_preds[k][-1]))
+                for k, v in prev.items():
+                    if hard_hints:
+                        _put(kept, k, s, S, self._hard(k, torch.zeros_like(v), batch.node_mask, None))
+                    else:
+                        hint_preds[k].append(torch.zeros_like(v))
                 continue
             rows = None if len(running) == B else torch.tensor(running, device=device)
             pick = (lambda x: x) if rows is None else (lambda x: None if x is None else x.index_select(0, rows))  # noqa: E731
@@ -166,7 +199,10 @@ class Net(nn.Module):
                 raw = self.hint_decoders(ctx, train, subset(stream(noise, Site.HINT_DECODERS, s), rows))
                 prev = raw if rows is None else {k: _scatter(None, rows, v, B) for k, v in raw.items()}
                 for k, v in prev.items():
-                    hint_preds[k].append(v)
+                    if hard_hints:
+                        _put(kept, k, s, S, self._hard(k, v, batch.node_mask, None))
+                    else:
+                        hint_preds[k].append(v)
             ending = [i for i, b in enumerate(running) if steps[b] == s + 1]
             if ending:  # decode the outputs of the samples whose last step this is
                 whole = len(ending) == len(running)
@@ -188,9 +224,9 @@ class Net(nn.Module):
                               None if state.edge is None else state.edge.index_copy(0, rows, new_edge),
                               None if state.graph is None else state.graph.index_copy(0, rows, new.graph))
 
-        hints = {k: torch.stack(v, 1) for k, v in hint_preds.items()}
+        hints = kept if hard_hints else {k: torch.stack(v, 1) for k, v in hint_preds.items()}
         final = State(state.node, final_edge, state.graph) if return_state else None
-        return NetOutput(outputs, hints, batch.node_mask, final)
+        return NetOutput(outputs, hints, batch.node_mask, final, hard_hints=hard_hints)
 
     # -- the sparse form -------------------------------------------------------------------------
 
@@ -200,25 +236,37 @@ class Net(nn.Module):
 
         Raises:
             RelreasonError: `model.sparse: always` where the network or the batch has no sparse form."""
-        mode = self.cfg.sparse
-        if mode is SparseMode.NEVER:
+        if not self.sparse_at(batch.n, None, return_state):
             return None
-        proc = self.processor
-        problems = sp.static_problems(self.spec, proc, self.cfg.pointer_decoding is PointerDecoding.EDGE, return_state)
-        if mode is SparseMode.AUTO and (problems or proc.sparse_form is not sp.SparseForm.EXACT
-                                        or batch.n < sp.AUTO_MIN_NODES):
-            return None
-        if problems:
-            raise sp.refuse(problems)
         graph = sp.SparseGraph.from_batch(batch)
-        if mode is SparseMode.AUTO and graph.density > sp.AUTO_MAX_DENSITY:
+        if not self.sparse_at(batch.n, graph.density, return_state):
             return None
         problems = sp.data_problems(self.spec, batch, graph)
-        if problems and mode is SparseMode.ALWAYS:
+        if problems and self.cfg.sparse is SparseMode.ALWAYS:
             raise sp.refuse(problems)
         return None if problems else graph
 
-    def _forward_sparse(self, batch: Batch, graph: sp.SparseGraph, train: bool, noise: Noise | None) -> NetOutput:
+    def sparse_at(self, nodes: int, density: float | None, return_state: bool = False) -> bool:
+        """Whether a batch of `nodes` node slots runs on edge lists under `model.sparse`, before its data
+        checks (`sparse_graph`): `density` is the share of its real node pairs that are entries (None: not
+        known yet, taken as low enough). Memory estimates ask it of the graphs they expect.
+
+        Raises:
+            RelreasonError: `model.sparse: always` where the network has no sparse form."""
+        mode = self.cfg.sparse
+        if mode is SparseMode.NEVER:
+            return False
+        proc = self.processor
+        problems = sp.static_problems(self.spec, proc, self.cfg.pointer_decoding is PointerDecoding.EDGE, return_state)
+        if mode is SparseMode.AUTO:
+            return not problems and proc.sparse_form is sp.SparseForm.EXACT and nodes >= sp.AUTO_MIN_NODES \
+                and (density is None or density <= sp.AUTO_MAX_DENSITY)
+        if problems:
+            raise sp.refuse(problems)
+        return True
+
+    def _forward_sparse(self, batch: Batch, graph: sp.SparseGraph, train: bool, noise: Noise | None,
+                        hard_hints: bool) -> NetOutput:
         """`forward` on the entries of `graph`: every sample runs at every step, a finished sample keeps its
         state (a per-sample mask) and gets zero hint predictions; its outputs come from its own last step."""
         cfg, proc = self.cfg, self.processor
@@ -247,6 +295,9 @@ class Net(nn.Module):
         for s in range(S):
             running = steps > s  # (B,)
             if not bool(running.any()):  # only when hints were padded past every sample's length
+                if hard_hints:  # what `predict` makes of the raw buffer's zeros there
+                    for k, v in prev.items():
+                        _put(hints, k, s, S, self._hard(k, torch.zeros_like(v), batch.node_mask, graph))
                 continue
             values = self._hint_inputs_sparse(batch, graph, s, prev, train, hard,
                                               stream(noise, Site.TEACHER_FORCING, s))
@@ -270,9 +321,7 @@ class Net(nn.Module):
                 raw = self.hint_decoders(ctx, train, stream(noise, Site.HINT_DECODERS, s))
                 prev = {k: keep(running, v, torch.zeros_like(v), sp.entrywise(self.spec[k])) for k, v in raw.items()}
                 for k, v in prev.items():
-                    if k not in hints:
-                        hints[k] = v.new_zeros((v.shape[0], S) + tuple(v.shape[1:]))
-                    hints[k][:, s] = v
+                    _put(hints, k, s, S, self._hard(k, v, batch.node_mask, graph) if hard_hints else v)
             ending = steps == s + 1
             if bool(ending.any()):
                 out = self.output_decoders(ctx, train, stream(noise, Site.OUTPUT_DECODERS, s))
@@ -281,7 +330,7 @@ class Net(nn.Module):
             new_edge = new.edge if proc.carry_edge else state.edge
             state = State(keep(running, new.node, state.node, False), keep(running, new_edge, state.edge, True),
                           keep(running, new.graph, state.graph, False))
-        return NetOutput(outputs, hints, batch.node_mask, None, graph)
+        return NetOutput(outputs, hints, batch.node_mask, None, graph, hard_hints)
 
     def _hint_inputs_sparse(self, batch: Batch, graph: sp.SparseGraph, s: int, prev: dict[str, torch.Tensor],
                             train: bool, hard: bool, generator: Noise | None) -> dict[str, torch.Tensor]:
@@ -337,6 +386,8 @@ class Net(nn.Module):
         `counts` (distributed training) maps this batch's numbers of valid elements, one per term (K,),
         to what each term's summed loss is divided by: the global batch's numbers over the number of
         processes, so the processes' mean loss (and DDP's mean gradient) is the global batch's."""
+        if out.hard_hints:
+            raise ValueError("loss reads raw hint predictions; this NetOutput holds hard ones (hard_hints=True)")
         sums: dict[str, torch.Tensor] = {}
         numbers: dict[str, torch.Tensor] = {}
         every = torch.ones(batch.size, dtype=torch.bool, device=batch.device)
@@ -362,20 +413,24 @@ class Net(nn.Module):
         terms = torch.stack(list(sums.values())) / (number.clamp(min=1) if counts is None else counts(number))
         return terms.sum(), dict(zip(sums, terms.detach().tolist()))
 
+    def _hard(self, name: str, raw: torch.Tensor, node_mask: torch.Tensor, graph: sp.SparseGraph | None
+              ) -> torch.Tensor:
+        """Raw predictions of a feature, (B, [S,] ...) or per entry (E, [S]) for a node pointer of the sparse
+        form, in the storage convention (relreason.models.decoders.harden; a permutation pointer still unfused)."""
+        f = self.spec[name]
+        if graph is not None and sp.entrywise(f):
+            return sp.pointer_indices(raw, graph)
+        return harden(f, raw, node_mask)
+
     @torch.no_grad()
     def predict(self, out: NetOutput) -> dict[str, torch.Tensor]:
         """Hard predictions in the storage convention, outputs (B, ...) and hints (B, S, ...) by name.
 
         A permutation pointer comes back fused with its `_mask` into the linear-order pointer the
         dataset stores (first node points to itself); the `_mask` itself is not returned."""
-        preds: dict[str, torch.Tensor] = {}
-        for raws in (out.outputs, out.hints):
-            for name, raw in raws.items():
-                f = self.spec[name]
-                if out.graph is not None and sp.entrywise(f):
-                    preds[name] = sp.pointer_indices(raw, out.graph)
-                else:
-                    preds[name] = harden(f, raw, out.node_mask)
+        preds = {name: self._hard(name, raw, out.node_mask, out.graph) for name, raw in out.outputs.items()}
+        for name, raw in out.hints.items():
+            preds[name] = raw if out.hard_hints else self._hard(name, raw, out.node_mask, out.graph)
         for name in list(preds):
             if permutation_mask_of(self.spec, name):
                 base = name[: -len("_mask")]

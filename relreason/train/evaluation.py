@@ -10,10 +10,10 @@
 Sizes given (`ood`, the grid's) are checked before anything is evaluated: a size below an algorithm's smallest
 graph is refused, and so is a size whose estimated memory for one sample exceeds what is available
 (relreason.eval.memory: measured on the model at two small sizes and extrapolated); the others are
-evaluated in batches sized to fit. `memory_check=False` (`eval --no-memory-check`) skips the estimate,
-for a model it overestimates (the Edge Transformer: its probes run the eager triangular kernels). Each size is drawn with the split's own seed (the test split: 3,
-the benchmark's, so n = 64 is the canonical test) unless `seed` is given, which then holds at every
-size: a size of a sweep is the same samples as that size evaluated alone. Rows record the seed.
+evaluated in batches sized to fit. `memory_check=False` (`eval --no-memory-check`) skips the estimate
+(to try a size it refuses anyway). Each size is drawn with the split's own seed (the test split: 3, the
+benchmark's, so n = 64 is the canonical test) unless `seed` is given, which then holds at every size: a
+size of a sweep is the same samples as that size evaluated alone. Rows record the seed.
 """
 
 from __future__ import annotations
@@ -314,7 +314,8 @@ def split_num(cfg, task, num: int | None) -> int:
 
 def footprint(cfg, workload, task_index: int, graph: str | None, largest: int):
     """How a run's model uses memory on one task's test graphs (`graph`: the family; None: the run's),
-    measured on two small splits drawn into a temporary directory (relreason.eval.memory)."""
+    measured on two small splits drawn into a temporary directory (relreason.eval.memory); on edge lists,
+    scaled to the edges the family's graphs are expected to have (`GraphSpec.mean_degree`)."""
     from relreason.eval.memory import PROBE_MAX, PROBE_MIN, PROBE_NUM, PROBE_SEED, Footprint
 
     task = workload.tasks[task_index]
@@ -330,8 +331,21 @@ def footprint(cfg, workload, task_index: int, graph: str | None, largest: int):
     with tempfile.TemporaryDirectory(prefix="relreason-probe-") as tmp:
         data = dataclasses.replace(data, data_dir=tmp)
         splits = {size: task.load("test", data, size=size, num=PROBE_NUM, seed=PROBE_SEED) for size in {lo, hi}}
+        family = test_family(cfg, graph)
         return Footprint.measure(net, [(lo, splits[lo]), (hi, splits[hi])], workload.device,
-                                 f"{cfg.model_name} at width {width}")
+                                 f"{cfg.model_name} at width {width}", None if family is None else family.mean_degree)
+
+
+def test_family(cfg, graph: str | None):
+    """The graph family (relreason.data.families.GraphSpec) of a run's test graphs, `graph` when given;
+    None for the benchmark's sampler and for tasks without graph families."""
+    from relreason.data.config import ClrsDataConfig
+    from relreason.data.families import parse_graph
+
+    if not isinstance(cfg.data, ClrsDataConfig):
+        return None
+    family = graph if graph is not None else cfg.data.graph_of("test")
+    return parse_graph(family) if family is not None else None
 
 
 def smallest_size(cfg, task, graph: str | None) -> int:
@@ -341,8 +355,6 @@ def smallest_size(cfg, task, graph: str | None) -> int:
     if not isinstance(cfg.data, ClrsDataConfig):
         return 2
     from relreason.data.algorithms import ALGORITHMS
-    from relreason.data.families import parse_graph
 
-    family = graph if graph is not None else cfg.data.graph_of("test")
-    spec = parse_graph(family) if family is not None else None
+    spec = test_family(cfg, graph)
     return max(ALGORITHMS.get(task.algorithm).min_size, spec.min_size() if spec is not None else 2)

@@ -175,6 +175,27 @@ def test_every_family_builds_at_1600_nodes(name):
     assert edges(adj) < 20 * 1600  # sparse: mean degree below 40
 
 
+# a fixed-parameter spec of every family (its mean degree is then an expectation, not a bound)
+FIXED = {"er": "er:c=2", "ws": "ws:k=6,p=0.1", "delaunay": "delaunay", "ba": "ba:m=3",
+         "sbm": "sbm:blocks=3,p_in=0.2,p_out=0.02", "grid": "grid", "tree": "tree"}
+
+
+@pytest.mark.parametrize("name", FAMILY_NAMES)
+def test_mean_degree_is_what_the_family_draws_and_bounds_its_ranges(name):
+    """`GraphSpec.mean_degree` (what sparse memory estimates read): the mean degree of drawn graphs, within
+    sampling error for fixed parameters (delaunay's is an upper bound: 3N - 6 edges less the hull's), and at
+    least the drawn one for the defaults' ranges and choices (taken at their densest)."""
+    n, draws = 150, 8
+
+    def drawn(text: str) -> float:
+        spec = parse_graph(text)
+        return float(np.mean([2 * edges(spec.adjacency(rng(seed), n)) / n for seed in range(draws)]))
+
+    fixed = parse_graph(FIXED[name])
+    assert fixed.mean_degree(n) == pytest.approx(drawn(FIXED[name]), rel=0.06 if name == "delaunay" else 0.04)
+    assert parse_graph(name).mean_degree(n) >= drawn(name)
+
+
 # -- the defining property of each family ---------------------------------------------------------
 
 def test_er_has_density_p():

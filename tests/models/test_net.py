@@ -101,6 +101,34 @@ def test_each_sample_is_decoded_at_its_own_last_step(name):
                 torch.testing.assert_close(together.hints[k][i, :steps], v[0], msg=k)
 
 
+def longer(batch: Batch, extra: int) -> Batch:
+    """The batch with `extra` hint steps of zeros past every sample's length (steps no sample runs)."""
+    hints = {k: torch.cat([v, v.new_zeros((v.shape[0], extra) + v.shape[2:])], 1) for k, v in batch.hints.items()}
+    return Batch(batch.spec, batch.inputs, hints, batch.outputs, batch.lengths, batch.node_mask)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_hard_hints_predict_bit_for_bit_what_raw_hints_do(name):
+    """Evaluation keeps each step's hint predictions hard (`hard_hints`): `predict` gives exactly the
+    tensors it gives from the raw predictions, at the steps some samples run and at steps none runs."""
+    cfg = ModelConfig(hidden=8)
+    ds, spec, net = setup(name, cfg, size=6, num=4, seed=5)
+    batch = longer(Batch.from_dataset(ds, cfg, spec), 2)
+    with torch.no_grad():
+        raw, hard = net(batch, train=False), net(batch, train=False, hard_hints=True)
+    want, got = net.predict(raw), net.predict(hard)
+    assert set(got) == set(want)
+    for k, v in want.items():
+        assert got[k].dtype == v.dtype and torch.equal(got[k], v), k
+    for k, f in spec.items():  # kept hard: a pointer's index, not its logits over the nodes
+        if f.stage is Stage.HINT:
+            assert hard.hints[k].shape == (batch.size, batch.max_length - 1) + f.shape(batch.n), k
+    with pytest.raises(ValueError, match="raw hint predictions"):
+        net.loss(batch, hard)
+    with pytest.raises(ValueError, match="for evaluation"):
+        net(batch, train=True, hard_hints=True)
+
+
 def test_hidden_state_is_carried():
     """With ground-truth hints fed at every step, changing only hints[0] must still change the
     predictions of later steps: the only path is the processor's carried state."""

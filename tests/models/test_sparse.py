@@ -22,8 +22,9 @@ from relreason.models.encoders import Encoders
 from relreason.models.net import Net
 from relreason.models.processors import PROCESSORS, State
 from relreason.models.processors.gnn import TripletGMPNN, edge_linear
-from relreason.models.sparse import (AUTO_MIN_NODES, SparseForm, SparseGraph, adjacency, data_problems, entrywise,
-                                     segment_argmax, segment_log_softmax, segment_max, segment_softmax, segment_sum)
+from relreason.models.sparse import (AUTO_MAX_DENSITY, AUTO_MIN_NODES, SparseForm, SparseGraph, adjacency,
+                                     data_problems, entrywise, segment_argmax, segment_log_softmax, segment_max,
+                                     segment_softmax, segment_sum)
 
 SCOPE = ("bfs", "dfs", "dijkstra", "mst_prim", "bellman_ford")
 SPARSE = [name for name, e in PROCESSORS.items() if e.cls.sparse_form is not SparseForm.NONE]
@@ -287,6 +288,30 @@ def test_fed_back_pointer_hints_are_the_dense_ones(repred):
                     running_steps(batch, max(1, batch.max_length - 1)))
 
 
+@pytest.mark.parametrize("name", SCOPE)
+def test_hard_hints_predict_bit_for_bit_what_raw_hints_do_on_edge_lists(name):
+    """Evaluation keeps each step's hint predictions hard (`hard_hints`): per node, not per entry, and
+    `predict` gives exactly what it gives from the (E, S) logits, at steps no sample runs too."""
+    cfg = ModelConfig(hidden=8, sparse=SparseMode.ALWAYS)
+    parts = dataset(name, (9, 12, 16), seed=SCOPE.index(name))
+    spec = prepare_spec(parts[0].spec, cfg, name)
+    batch = padded_batch(parts, cfg, spec, 16, torch.float32)
+    batch = replace(batch, hints={k: torch.cat([v, v.new_zeros((v.shape[0], 2) + v.shape[2:])], 1)
+                                  for k, v in batch.hints.items()})  # two steps past every sample's length
+    torch.manual_seed(0)
+    net = build_model(spec, cfg, "pgn")
+    with torch.no_grad():
+        raw, hard = net(batch, train=False), net(batch, train=False, hard_hints=True)
+    assert raw.graph is not None and hard.graph is not None
+    want, got = net.predict(raw), net.predict(hard)
+    assert set(got) == set(want)
+    for k, v in want.items():
+        assert got[k].dtype == v.dtype and torch.equal(got[k], v), k
+    for k, f in spec.items():
+        if f.stage is Stage.HINT and entrywise(f):
+            assert hard.hints[k].shape == (batch.size, batch.max_length - 1, 16), k
+
+
 # -- model.sparse --------------------------------------------------------------------------------------
 
 def large_sparse_batch(cfg: ModelConfig, n: int = AUTO_MIN_NODES):
@@ -309,6 +334,30 @@ def test_auto_runs_sparse_on_large_sparse_graphs_only_where_it_computes_the_dens
     assert net.sparse_graph(dense_graphs) is None  # p = 0.5: too dense
     assert build_model(spec, replace(cfg, sparse=SparseMode.ALWAYS), processor).sparse_graph(big) is not None
     assert build_model(spec, replace(cfg, sparse=SparseMode.NEVER), processor).sparse_graph(big) is None
+
+
+@pytest.mark.parametrize("processor", ["gcn", "mpnn", "rt"])
+def test_sparse_at_says_what_sparse_graph_decides_before_the_data(processor):
+    """`Net.sparse_at(nodes, density)` (what memory estimates ask of the graphs they expect) follows
+    `model.sparse` as `sparse_graph` does: auto from AUTO_MIN_NODES nodes, up to AUTO_MAX_DENSITY, only
+    where sparse gives the dense numbers; always everywhere (refusing a network without a sparse form)."""
+    cfg = ModelConfig(hidden=8)
+    spec, big = large_sparse_batch(cfg)
+    exact = PROCESSORS.get(processor).cls.sparse_form is SparseForm.EXACT
+
+    def net(mode: SparseMode) -> Net:
+        return build_model(spec, replace(cfg, sparse=mode), processor)
+
+    auto = net(SparseMode.AUTO)
+    assert auto.sparse_at(big.n, SparseGraph.from_batch(big).density) == (auto.sparse_graph(big) is not None)
+    assert auto.sparse_at(AUTO_MIN_NODES, AUTO_MAX_DENSITY) == exact
+    assert not auto.sparse_at(AUTO_MIN_NODES - 1, 0.0) and not auto.sparse_at(4 * AUTO_MIN_NODES, 0.06)
+    assert not net(SparseMode.NEVER).sparse_at(4 * AUTO_MIN_NODES, 0.0)
+    if PROCESSORS.get(processor).cls.sparse_form is SparseForm.NONE:
+        with pytest.raises(RelreasonError, match="has no sparse form"):
+            net(SparseMode.ALWAYS).sparse_at(8, 0.5)
+    else:
+        assert net(SparseMode.ALWAYS).sparse_at(8, 0.5)
 
 
 def test_auto_keeps_dense_where_a_batch_has_no_sparse_form():

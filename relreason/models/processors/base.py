@@ -96,6 +96,12 @@ class Processor(nn.Module, abc.ABC):
         return State(torch.zeros(graph.size, graph.n, self.node_dim, device=device, dtype=dtype), edge,
                      torch.zeros(graph.size, self.node_dim, device=device, dtype=dtype))
 
+    def eval_workspace(self) -> int:
+        """Bytes of scratch buffers one evaluation forward holds, at most, besides what grows with the graphs
+        (the same for any batch): the memory probes (relreason.eval.memory) run the kernels in their smallest
+        chunks (relreason.models.kernels.smallest_chunks) and add this as the constant it is. 0: none."""
+        return 0
+
     def forward_sparse(self, node_in: torch.Tensor, edge_in, graph_in: torch.Tensor, state: State,
                        graph: SparseGraph, node_mask: torch.Tensor) -> State:
         """One algorithm step on the entries of `graph` (relreason.models.sparse): node_in (B, N, H),

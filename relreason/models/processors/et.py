@@ -83,7 +83,8 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from relreason.errors import RelreasonError
-from relreason.models.kernels import fused
+from relreason.models import kernels
+from relreason.models.kernels import chunk_budget, fused
 from relreason.models.precision import float32_apply
 from relreason.models.processors.base import Processor, State, check_config, masked_fill_value, register_processor
 
@@ -202,13 +203,13 @@ def _masked_softmax_expr(s: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
 def tri_sum(a: torch.Tensor, p: torch.Tensor, q: torch.Tensor, budget: int, compiled: bool) -> torch.Tensor:
     """out[g, i, j, c] = sum_k a[g, i, j, k] p[g, i, k, c] q[g, j, k, c]: the compiled fused loop, or the eager
     chunked kernel (`compiled` False, or compiling unavailable)."""
-    eager = functools.partial(_tri_sum, budget=budget)
+    eager = functools.partial(_tri_sum, budget=chunk_budget(budget))
     return fused(_tri_sum_expr, a, p, q, eager=eager) if compiled else eager(a, p, q)
 
 
 def tri_channel_sum(grad: torch.Tensor, p: torch.Tensor, q: torch.Tensor, budget: int, compiled: bool) -> torch.Tensor:
     """out[g, i, j, k] = sum_c grad[g, i, j, c] p[g, i, k, c] q[g, j, k, c], compiled or eager as `tri_sum`."""
-    eager = functools.partial(_tri_channel_sum, budget=budget)
+    eager = functools.partial(_tri_channel_sum, budget=chunk_budget(budget))
     return fused(_tri_channel_sum_expr, grad, p, q, eager=eager) if compiled else eager(grad, p, q)
 
 
@@ -447,6 +448,13 @@ class EdgeTransformer(Processor):
                 for p in layer.parameters():
                     if p.dim() > 1:
                         nn.init.xavier_uniform_(p)
+
+    def eval_workspace(self) -> int:
+        """The eager triangular product's chunk buffer (at most chunk_mb) where evaluation runs the eager
+        kernels (`compiled_kernels: false`, or compiling failed in this process); the compiled kernels hold none."""
+        if self.cfg.compiled_kernels and not kernels.broken():
+            return 0
+        return self.cfg.chunk_mb * 2**20
 
     def compose(self, node_in: torch.Tensor, edge_in: torch.Tensor, graph_in: torch.Tensor,
                 state: State) -> torch.Tensor:

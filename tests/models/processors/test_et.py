@@ -259,7 +259,8 @@ def test_a_failed_compilation_falls_back_to_the_eager_kernels_and_says_so_once(m
 
     monkeypatch.setattr(torch, "compile", broken)
     monkeypatch.setattr(kernels, "_compiled", {})
-    monkeypatch.setattr(kernels, "_state", {"on": True, "broken": "", "compiled_calls": 0})
+    monkeypatch.setattr(kernels, "_state", {"on": True, "broken": "", "compiled_calls": 0,
+                                            "smallest_chunks": False})
     g = torch.Generator().manual_seed(4)
     a, p, q = torch.randn(2, 3, 4, 5, generator=g), torch.randn(2, 3, 5, 2, generator=g), torch.randn(2, 4, 5, 2, generator=g)
     for _ in range(2):
