@@ -115,7 +115,10 @@ def random_positions(pos: np.ndarray, generator: Generator) -> np.ndarray:
 
 def _to_tensor(f: Feature, x: np.ndarray, device: torch.device) -> torch.Tensor:
     dtype = torch.int64 if f.type in POINTER_TYPES else torch.float32
-    return torch.as_tensor(np.ascontiguousarray(x)).to(device=device, dtype=dtype)
+    x = np.ascontiguousarray(x)
+    if not x.flags.writeable:  # a read-only view (a memory-mapped or broadcast array): the tensor may share it
+        x = x.copy()
+    return torch.as_tensor(x).to(device=device, dtype=dtype)
 
 
 @dataclass

@@ -102,3 +102,15 @@ def test_pad_nodes_appends_masked_nodes(make_small):
     assert not padded.inputs["A"][:, ds.n:].any()
     assert torch.equal(padded.outputs["pi"][:, ds.n:], torch.arange(ds.n, ds.n + 3).expand(len(ds), 3))
     assert torch.equal(padded.hints["pi_h"][:, :, :ds.n], batch.hints["pi_h"])
+
+
+@pytest.mark.filterwarnings("error")  # torch warns when it wraps a read-only array (and shares it)
+def test_a_read_only_array_becomes_a_tensor_of_its_own():
+    from relreason.models.batch import _to_tensor
+
+    f = SPECS["bfs"]["pos"]
+    x = np.arange(6, dtype=np.float32)
+    x.setflags(write=False)  # as a memory-mapped split's rows
+    t = _to_tensor(f, x, torch.device("cpu"))
+    t += 1  # a batch's tensors may be written in place
+    assert x.tolist() == list(range(6)) and t.tolist() == [float(v + 1) for v in range(6)]
