@@ -212,10 +212,20 @@ def write_report(results: Path, markdown: Path) -> int:
              "and the final test, summed over its sessions), on the hardware named, which other work may have shared.",
              ""]
     shown = 0
+    seen: dict[tuple, str] = {}  # a cell's (model, setting, task, seed) -> the first table that showed it
     for name, study in TABLES.items():
         result = table_result(study, files)
         if result is None:
             continue
+        keys = [(r["model"], r["setting"], r["task"], r["seed"]) for r in result["cells"]]
+        if all(k in seen for k in keys):  # a table whose columns share cells (the RT in the ablation tables)
+            where = sorted({seen[k] for k in keys})
+            cells = sorted({f"{r['variant']} on {r['task']}" for r in result["cells"]})
+            lines += [f"## {name}: {study.description}", "",
+                      f"Its finished cells so far ({', '.join(cells)}) are shown under {', '.join(where)}; its other "
+                      f"columns have none yet (`relreason reproduce {name}`).", ""]
+            continue
+        seen.update({k: name for k in keys if k not in seen})
         shown += 1
         rows, columns = study_table(result)
         lines += [f"## {name}: {study.description}", "", f"Paper: {study.source}." +

@@ -111,3 +111,26 @@ def test_model_selection_reads_the_validations_and_tests_the_last_checkpoint_onc
     cached.write_text(json.dumps({**record, "validations": 6}))  # another run's record: not reused
     with pytest.raises(AssertionError, match="evaluated again"):
         model_selection(out.run_dir, cached)
+
+
+def test_a_cell_shared_by_several_tables_is_shown_once_and_pointed_to(tmp_path):
+    """The RT column of the ablation tables (13-17) is rt-table19's RT: its cell is one run, shown in full
+    once; a later table that has no cell of its own says where it is, until its ablated column has one."""
+    study = TABLES.get("rt-table19")
+    (cell,) = plan_cells(study, ["bellman_ford"], 1, None, tmp_path / "rep", [], ["rt"])
+    _finish(cell, 0.96)
+    collect_results(tmp_path / "rep", tmp_path / "results")
+    assert write_report(tmp_path / "results", tmp_path / "RESULTS.md") == 1
+    md = (tmp_path / "RESULTS.md").read_text()
+    assert md.count("| bellman_ford | rt | 96.00 | 1 of 20 |") == 1
+    assert ("## rt-table17: RT paper Table 17: RT with vs without edge updates\n\nIts finished cells so far "
+            "(rt on bellman_ford) are shown under rt-table19; its other columns have none yet "
+            "(`relreason reproduce rt-table17`).") in md
+    (ablated,) = [c for c in plan_cells(TABLES.get("rt-table17"), ["bellman_ford"], 1, None, tmp_path / "rep", [])
+                  if c.run_dir != cell.run_dir]
+    _finish(ablated, 0.90)
+    collect_results(tmp_path / "rep", tmp_path / "results")
+    assert write_report(tmp_path / "results", tmp_path / "RESULTS.md") == 2  # now a table of its own
+    md = (tmp_path / "RESULTS.md").read_text()
+    section = md.split("## rt-table17")[1].split("\n## ")[0]
+    assert "| bellman_ford | rt | 96.00 |" in section and "90.00" in section
