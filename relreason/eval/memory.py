@@ -193,12 +193,17 @@ def _elements(shape: tuple[int, ...]) -> int:
     return int(math.prod(shape))
 
 
+def _tensor_itemsize(f) -> int:
+    """Bytes per element of a feature as a model tensor, batch or hard prediction: pointers int64, the rest float32."""
+    return 8 if f.type in POINTER_TYPES else FLOAT_BYTES
+
+
 def sample_bytes(spec: Spec, n: int, steps: int, stored: bool) -> int:
     """Bytes of one sample of n nodes with `steps` hint steps: in storage form (`stored`: numpy dtypes
     of relreason.data.trajectory) or as model tensors (float32; pointers int64)."""
     total = 0
     for f in spec.values():
-        size = storage_dtype(f).itemsize if stored else (8 if f.type in POINTER_TYPES else FLOAT_BYTES)
+        size = storage_dtype(f).itemsize if stored else _tensor_itemsize(f)
         total += _elements(f.shape(n)) * size * (steps if f.stage is Stage.HINT else 1)
     return total
 
@@ -206,8 +211,7 @@ def sample_bytes(spec: Spec, n: int, steps: int, stored: bool) -> int:
 def hard_bytes(spec: Spec, n: int, stage: Stage) -> int:
     """Bytes of one sample's hard predictions of one step for the features of `stage`, in the storage
     convention `Net.predict` returns (a pointer: int64 indices, its stored shape; the rest float32)."""
-    return sum(_elements(f.shape(n)) * (8 if f.type in POINTER_TYPES else FLOAT_BYTES)
-               for f in spec.values() if f.stage is stage)
+    return sum(_elements(f.shape(n)) * _tensor_itemsize(f) for f in spec.values() if f.stage is stage)
 
 
 def scoring_bytes(spec: Spec, n: int) -> int:
