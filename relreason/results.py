@@ -163,9 +163,9 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
             if recipe != own and recipe in _protocols(model, task):
                 continue
             why = [v.caveat] if v.caveat else []
-            if result_identity(data.config) != _protocol_identity(study, v, task, seed):
-                why.append(f"recipe {data.recipe}" + (f" ({data.deviation})" if data.deviation else "")
-                           + ", not the paper's protocol")
+            got, want = result_identity(data.config), _protocol_identity(study, v, task, seed)
+            if got != want:
+                why.append(protocol_difference(data.recipe, own, got, want))
             if task in study.not_comparable:
                 why.append(study.not_comparable[task])
             records.append({"variant": v.label, "model": model, "setting": setting, "task": task, "seed": seed,
@@ -187,6 +187,24 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
             "averages": [{"variant": v, "mean": p.mean, "std": p.std, "seeds": p.seeds}
                          for v, p in study.averages.items() if v in used and used_tasks == tasks],
             "lower_is_better": False}
+
+
+def protocol_difference(recipe: str | None, protocol: str, got: dict, want: dict) -> str:
+    """Why a cell is not its column's protocol, in words: the keys whose values differ (a cell trained before a
+    protocol setting changed names that setting), or the recipe when it is another."""
+    from relreason.studies.cells import config_differences
+
+    keys = config_differences(got, want)
+    if recipe != protocol or not keys:
+        return f"recipe {recipe}, not the paper's protocol"
+    shown = [f"{k} {_dotted(got, k)} where the protocol has {_dotted(want, k)}" for k in keys[:3]]
+    return f"trained with {', '.join(shown)}{', ...' if len(keys) > 3 else ''}"
+
+
+def _dotted(plain: dict, key: str):
+    section, _, name = key.partition(".")
+    value = plain.get(section, {}).get(name) if name else plain.get(section)
+    return json.dumps(value)
 
 
 def _duration(seconds: float | None) -> str:

@@ -134,3 +134,12 @@ def test_a_cell_shared_by_several_tables_is_shown_once_and_pointed_to(tmp_path):
     md = (tmp_path / "RESULTS.md").read_text()
     section = md.split("## rt-table17")[1].split("\n## ")[0]
     assert "| bellman_ford | rt | 96.00 |" in section and "90.00" in section
+
+
+def test_a_cell_trained_before_a_protocol_setting_changed_names_that_setting():
+    from relreason.results import protocol_difference
+
+    got, want = {"data": {"order": "seeded", "train_num": 1000}}, {"data": {"order": "sequential", "train_num": 1000}}
+    assert protocol_difference("clrs30", "clrs30", got, want) == \
+        'trained with data.order "seeded" where the protocol has "sequential"'
+    assert protocol_difference("quick", "clrs30", got, want) == "recipe quick, not the paper's protocol"
