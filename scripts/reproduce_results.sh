@@ -8,12 +8,17 @@
 #   lane 1: MPNN (CLRS-30 paper, its sequential data order) on bellman_ford x 3, on dijkstra x 3; then the RT
 #           (authors' protocol, fixed data order) on bellman_ford x 3 (~3.6 h of one core each)
 #   lane 2: Triplet-GMPNN (Ibarz, resampled validation) on bellman_ford x 3, on the core 8 x 3, on dijkstra x 3
-# Unfinished cells live in reproduce/ (not committed): a new work tree starts them again from scratch
-# unless their checkpoints are restored there.
+# Unfinished cells live in reproduce/ (not committed); scripts/park_cells.sh parks them under results/parked/
+# at a session's end, and this script restores each parked cell that reproduce/ does not hold yet.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 R=${RELREASON:-.venv/bin/relreason}
 mkdir -p reproduce/logs
+for archive in results/parked/*.tar; do
+  [ -f "$archive" ] || continue
+  rel=$(basename "$archive" .tar | tr "~" /)
+  [ -e "reproduce/cells/$rel/run" ] || { tar xf "$archive" -C reproduce && echo "restored $rel"; }
+done
 one=(--set train.threads=1)
 (
   $R reproduce clrs30 --models mpnn --tasks bellman_ford --seeds 3 "${one[@]}"
