@@ -155,6 +155,19 @@ def require_plugins(record: list[dict], where: str, origin_here: Callable[[str, 
                              f"{need['name']!r} here is {other}", install)
 
 
+def plugin_version_changes(record: list[dict] | None, origin_here: Callable[[str, str], Origin | None]) -> list[str]:
+    """The plugins of `record` (as require_plugins reads it) installed here at another version, in words:
+    ["relreason-example 0.2.0 (installed: 0.3.0)"]; [] when every one is the recorded version."""
+    out = []
+    for need in record or []:
+        here = origin_here(need["kind"], need["name"])
+        if here is not None and here.distribution == need["distribution"] and here.version != need["version"]:
+            text = f"{need['distribution']} {need['version']} (installed: {here.version})"
+            if text not in out:
+                out.append(text)
+    return out
+
+
 def _distribution(ep: EntryPoint) -> tuple[str, str]:
     """(name, version) of the installed distribution that declares `ep`."""
     return ep.dist.name, ep.dist.version

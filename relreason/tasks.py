@@ -41,7 +41,7 @@ class Task:
     write: Callable[..., Path]
     data_config: type = ClrsDataConfig  # the `data:` section of this task kind
     lower_is_better: bool = False  # the task's headline score direction (relative loss: lower)
-    metric: str = "clrs"  # "clrs" (relreason.eval.metrics), "relative_loss" (relreason.eval.relative), "text_clrs"
+    metric: str = "clrs"  # "clrs" / "clrs_mse" (relreason.eval.metrics), "relative_loss" (relreason.eval.relative), "text_clrs"
     # config the task needs unlike the CLRS defaults (e.g. lobsters: many processor iterations, no
     # hints to set the step count); applied after the model's defaults, before any recipe
     defaults: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
@@ -55,7 +55,7 @@ class Task:
             return RelativeLossScorer(spec)
         from relreason.eval.metrics import Scorer
 
-        return Scorer(spec)
+        return Scorer(spec, self.metric)
 
 
 class TaskRegistry(Registry[Task]):
@@ -106,6 +106,7 @@ TASKS: Registry[Task] = TaskRegistry("task", "relreason list tasks")
 
 METRIC_LABELS = {  # how a score is named beside its number
     "clrs": "CLRS score (mean of output accuracies / F1), higher is better",
+    "clrs_mse": "mean squared error of the scalar outputs, lower is better",
     "relative_loss": "relative loss |y - ŷ| / |y|, lower is better",
     "text_clrs": "CLRS-Text score (fraction of output elements right), higher is better",
 }
@@ -137,7 +138,9 @@ def _clrs_writer(name: str) -> Callable[..., Path]:
 
 def _clrs_task(name: str) -> Task:
     """A CLRS algorithm as a task: its canonical splits, hints and the CLRS metric."""
-    return Task(name, "clrs", ALGORITHMS.get(name).spec, _clrs_loader(name), _clrs_writer(name), algorithm=name)
+    entry = ALGORITHMS.get(name)
+    return Task(name, "clrs", entry.spec, _clrs_loader(name), _clrs_writer(name), algorithm=name,
+                metric=entry.metric, lower_is_better=entry.metric == "clrs_mse")
 
 
 # Listed in this order: the algorithms, the lobsters, then the text tasks (which the first read adds).

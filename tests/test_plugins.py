@@ -268,6 +268,20 @@ def test_require_plugins_names_the_missing_plugin():
         require_plugins(record, "runs/a/best", lambda kind, name: BUILT_IN)
 
 
+def test_a_plugin_at_another_version_is_named():
+    from relreason.plugins import plugin_version_changes
+
+    record = [{"kind": "model", "name": "max_gnn", "distribution": "relreason-example-plugin", "version": "0.1.0"},
+              {"kind": "algorithm", "name": "running_max", "distribution": "relreason-example-plugin",
+               "version": "0.1.0"}]
+    newer = Origin("relreason-example-plugin", "0.2.0", "relreason.processors: example = x")
+    assert plugin_version_changes(record, lambda kind, name: newer) == [
+        "relreason-example-plugin 0.1.0 (installed: 0.2.0)"]  # one plugin, named once
+    same = Origin("relreason-example-plugin", "0.1.0", "relreason.processors: example = x")
+    assert plugin_version_changes(record, lambda kind, name: same) == []
+    assert plugin_version_changes(None, lambda kind, name: newer) == []  # a record written before the key
+
+
 def test_a_built_in_run_records_no_plugin():
     from relreason.config import build_config
     from relreason.train.checkpoint import plugin_record
@@ -384,10 +398,25 @@ def test_train_eval_and_ablate_through_the_plugin(example_plugin, tmp_path, monk
     assert read_run_record(run).plugins == record and read_results(run).plugins == record
     scores = json.loads(succeeds(relreason("eval", run, "--json")))
     assert scores["model"] == "max_gnn" and scores["score"] == pytest.approx(result["test"]["score"])
+    bundle = Path(succeeds(relreason("export", run, "--out", tmp_path / "bundle")).strip().splitlines()[-1])
+    assert "- `relreason-example-plugin==0.1.0` (its model `max_gnn`)" in (bundle / "MODEL_CARD.md").read_text()
     res = relreason("ablate", "max-gnn-vs-mpnn", "--seeds", "1", *sets, "--out", tmp_path / "abl", "--json")
     cells = json.loads(succeeds(res))["cells"]
     assert {(c["model"], c["task"]) for c in cells} == {("max_gnn", "bellman_ford"), ("mpnn", "bellman_ford")}
     assert all(0.0 <= c["score"] <= 1.0 for c in cells)
+
+    # a run and a cell made under another version of the plugin: eval warns in one line, the cell is stale
+    best_config = (run / "best" / "config.json").read_text()
+    for file in (run / "best" / "config.json", *(tmp_path / "abl").glob("**/max_gnn*/**/results.json")):
+        file.write_text(file.read_text().replace('"version": "0.1.0"', '"version": "0.0.9"'))
+    res = relreason("eval", run, "--json")
+    succeeds(res)
+    assert [line for line in res.stderr.splitlines() if "0.0.9" in line] == [
+        f"relreason: warning: {run / 'best'} was made with the plugin relreason-example-plugin 0.0.9 (installed: "
+        "0.1.0); its results may not be what the installed version computes"]
+    fails(relreason("ablate", "max-gnn-vs-mpnn", "--seeds", "1", *sets, "--out", tmp_path / "abl"), 1,
+          "1 cell(s) were computed under another configuration or another version of a plugin")
+    (run / "best" / "config.json").write_text(best_config)
 
     uninstall_for_commands(example_plugin, monkeypatch)  # the plugin is gone: its checkpoints say so in one line
     fails(relreason("eval", run), 1, "needs the plugin relreason-example-plugin 0.1.0 (its model 'max_gnn'), "

@@ -299,7 +299,7 @@ def score_table(res: dict) -> tuple[list[dict], list[str]]:
         from relreason.eval.text_score import text_table
 
         return text_table(res)
-    return score_rows(res), ["feature", "score"]
+    return score_rows(res, res.get("task")), ["feature", "score", "measure"]
 
 
 def parse_sizes(text: str) -> list[int]:

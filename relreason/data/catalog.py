@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, TypeVar
 
 from relreason.data.samplers import SampleFn
-from relreason.data.specs import CANONICAL_SPLITS, Feature, SplitInfo, Spec, Stage, parse_spec
+from relreason.data.specs import CANONICAL_SPLITS, Feature, SplitInfo, Spec, Stage, Type, parse_spec
 from relreason.errors import RelreasonError
 from relreason.registry import Registry
 
@@ -112,6 +112,7 @@ class Algorithm:
     stream: StreamForm
     groups: tuple[str, ...]  # task groups beyond the family ("core8")
     module: str  # the module that registered it
+    metric: str = "clrs"  # its headline score (OUTPUT_METRICS): which outputs it averages, which way is better
 
     @property
     def klass(self) -> str:
@@ -133,7 +134,7 @@ ALGORITHMS: Registry[Algorithm] = Registry("algorithm", "relreason list algorith
 def register(name: str, *, family: str, inputs: str, outputs: str, hints: str, sample: SampleFn,
              classes: Mapping[str, int] | None = None, eval_multiplier: int = 1, min_size: int = 2,
              text: TextForm | None = None, stream: StreamForm = StreamForm(),
-             groups: tuple[str, ...] = ()) -> Callable:
+             groups: tuple[str, ...] = (), metric: str | None = None) -> Callable:
     """Decorator registering an algorithm function under its CLRS name with all its facts.
 
     Args:
@@ -146,6 +147,9 @@ def register(name: str, *, family: str, inputs: str, outputs: str, hints: str, s
         text: its CLRS-Text form; None: it has none.
         stream: how the Ibarz et al. training recipe treats it.
         groups: task groups it belongs to beyond its family ("core8").
+        metric: its headline score, one of OUTPUT_METRICS; None: from its outputs (all scalar: "clrs_mse",
+            the mean squared error, lower is better; none scalar: "clrs", accuracy / F1, higher is better).
+            Outputs of both kinds cannot be averaged into one score: such an algorithm must say which.
 
     Raises:
         RelreasonError: a fact that does not hold together (named, with the algorithm).
@@ -154,7 +158,7 @@ def register(name: str, *, family: str, inputs: str, outputs: str, hints: str, s
     def add(fn: Callable) -> Callable:
         entry = _entry(name, fn, family=family, inputs=inputs, outputs=outputs, hints=hints, sample=sample,
                        classes={} if classes is None else classes, eval_multiplier=eval_multiplier,
-                       min_size=min_size, text=text, stream=stream, groups=groups)
+                       min_size=min_size, text=text, stream=stream, groups=groups, metric=metric)
         ALGORITHMS.register(name, entry)
         return fn
 
@@ -162,7 +166,7 @@ def register(name: str, *, family: str, inputs: str, outputs: str, hints: str, s
 
 
 def _entry(name: str, fn: Callable, *, family, inputs, outputs, hints, sample, classes, eval_multiplier, min_size,
-           text, stream, groups) -> Algorithm:
+           text, stream, groups, metric=None) -> Algorithm:
     """The validated entry of a registration (one-line errors naming the algorithm)."""
 
     def bad(problem: str, hint: str) -> RelreasonError:
@@ -187,12 +191,44 @@ def _entry(name: str, fn: Callable, *, family, inputs, outputs, hints, sample, c
         raise bad(f"stream must be a StreamForm, got {stream!r}", "e.g. stream=StreamForm(sparse=True)")
     if isinstance(groups, str) or not all(isinstance(g, str) for g in groups):
         raise bad(f"groups must be a tuple of group names, got {groups!r}", "e.g. groups=(\"core8\",)")
+    headline = _headline_metric(spec, metric)
+    if isinstance(headline, tuple):
+        raise bad(*headline)
     entry = Algorithm(name, fn, sample, min_size, family, spec, eval_multiplier, text, stream, tuple(groups),
-                      getattr(fn, "__module__", ""))
+                      getattr(fn, "__module__", ""), headline)
     problem = _spec_problem(entry) or _name_problem(entry)
     if problem:
         raise bad(*problem)
     return entry
+
+
+# The headline scores an algorithm's outputs can have (relreason.eval.metrics.Scorer computes both): which outputs
+# the score averages. The reference averages every output's score, whatever its type; the 30 benchmark
+# algorithms have no scalar output, so for them this is the reference's score.
+OUTPUT_METRICS = {
+    "clrs": "the mean accuracy / F1 of the pointer, mask, mask_one and categorical outputs, higher is better",
+    "clrs_mse": "the mean squared error of the scalar outputs, lower is better",
+}
+
+
+def _headline_metric(spec: Spec, declared: str | None) -> str | tuple[str, str]:
+    """The algorithm's headline metric, or (problem, hint) when it cannot have the one declared (or none)."""
+    outputs = [f for f in spec.values() if f.stage is Stage.OUTPUT]
+    scalar = [f.name for f in outputs if f.type is Type.SCALAR]
+    other = [f.name for f in outputs if f.type is not Type.SCALAR]
+    if declared is None:
+        if scalar and other:
+            return (f"its outputs mix scalar features ({', '.join(scalar)}: squared error, lower is better) with "
+                    f"accuracy-scored ones ({', '.join(other)}: higher is better), which one score cannot average",
+                    "say which the headline score is: metric=\"clrs\" (the accuracy-scored outputs) or "
+                    "metric=\"clrs_mse\" (the scalar outputs); every output is still scored and shown")
+        return "clrs_mse" if scalar else "clrs"
+    if declared not in OUTPUT_METRICS:
+        return (f"metric {declared!r} is not an output metric", f"one of {', '.join(OUTPUT_METRICS)}")
+    if not (scalar if declared == "clrs_mse" else other):
+        kind = "scalar outputs" if declared == "clrs_mse" else "accuracy-scored outputs"
+        return f"metric {declared!r} averages its {kind}, and it has none", "leave metric out: it follows from the outputs"
+    return declared
 
 
 def _spec_problem(a: Algorithm) -> tuple[str, str] | None:

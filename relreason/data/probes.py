@@ -26,7 +26,7 @@ from typing import Collection
 import numpy as np
 
 from relreason.data.catalog import ALGORITHMS
-from relreason.data.specs import Feature, Spec, Stage, Type
+from relreason.data.specs import POINTER_TYPES, Feature, Spec, Stage, Type
 from relreason.data.trajectory import Dataset, Trajectory, storage_dtype
 
 
@@ -102,10 +102,27 @@ class Recorder:
         full = lead + len(f.shape(self.n))
         if f.type in (Type.MASK_ONE, Type.CATEGORICAL) and x.ndim == full - 1:
             depth = self.n if f.type is Type.MASK_ONE else f.num_classes
+            self._check_range(f, x, depth)  # an index out of range would become an all-zero row
             x = (x.astype(np.int64)[..., None] == np.arange(depth)).astype(np.float32)
         if x.ndim != full:
             raise ProbeError(f"{self.algorithm}: probe {f.name} has {x.ndim} axes, expected {full}")
+        expected = tuple(f.shape(self.n))  # the feature's own axes, after the time and batch axes
+        batch_ok = self.batch is None or time_axis or x.shape[0] == self.batch  # hints: [T, B] or [B, T] first
+        if x.shape[lead:] != expected or not batch_ok:
+            lead_axes = ("T/B, B/T, " if self.batch is not None else "T, ") if time_axis else \
+                (f"{self.batch}, " if self.batch is not None else "")
+            raise ProbeError(f"{self.algorithm}: probe {f.name} has shape {list(x.shape)}, expected "
+                             f"[{lead_axes}{', '.join(map(str, expected))}] (n = {self.n})")
+        if f.type in POINTER_TYPES:
+            self._check_range(f, x, self.n)
         return x.astype(storage_dtype(f), copy=False)
+
+    def _check_range(self, f: Feature, x: np.ndarray, depth: int) -> None:
+        """Index values (pointers, and mask_one / categorical given as indices) must be integers in 0..depth-1."""
+        if x.size and (not np.array_equal(x, np.round(x)) or x.min() < 0 or x.max() > depth - 1):
+            bad = x[(x != np.round(x)) | (x < 0) | (x > depth - 1)].flat[0].item()
+            raise ProbeError(f"{self.algorithm}: probe {f.name} ({f.type.value}) holds {bad:g}, outside the "
+                             f"indices 0..{depth - 1}")
 
     def finish(self) -> Trajectory | Dataset:
         if self._inputs is None or self._outputs is None:

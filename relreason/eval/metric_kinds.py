@@ -39,6 +39,8 @@ class Metric:
 
 METRICS: Registry[Metric] = Registry("metric")
 METRICS.register("clrs", Metric("clrs", "accuracy/F1 %", "acc/F1 % ↑", percent=True, lower_is_better=False))
+METRICS.register("clrs_mse", Metric("clrs_mse", "mean squared error of the scalar outputs", "MSE ↓", percent=False,
+                                    lower_is_better=True))
 METRICS.register("text_clrs", Metric("text_clrs", "CLRS-Text accuracy/F1 %", "text acc/F1 % ↑", percent=True,
                                      lower_is_better=False))
 METRICS.register("relative_loss", Metric("relative_loss", "relative loss", "rel. loss ↓", percent=False,

@@ -5,7 +5,10 @@ Per output feature: pointer, mask_one and categorical score the accuracy of the 
 one-hot rows); mask scores F1 pooled over every element (threshold 0.5); scalar scores the mean
 squared error. Targets equal to -1 are ignored, and so are padded nodes. A permutation pointer is
 scored as the plain pointer it stands for (its `_mask` marks the node that points to itself). The
-algorithm's score is the unweighted mean over its output features, each pooled over the split.
+algorithm's score is the unweighted mean over its output features, each pooled over the split, of the
+kind its headline metric averages (relreason.data.catalog.OUTPUT_METRICS: the accuracy-scored outputs,
+higher is better, or the scalar outputs' squared error, lower is better; the 30 benchmark algorithms
+have no scalar output, so for them it is the reference's mean over every output).
 
 Hints are scored per step s (prediction s against hints[s + 1], samples still running), then
 averaged over steps weighted by the number of samples running, as the reference's `evaluate_hints`.
@@ -94,8 +97,9 @@ def _stats(f: Feature, pred: torch.Tensor, truth: torch.Tensor, valid: torch.Ten
 class Scorer:
     """Accumulates predictions against a batch's truth over many batches (see the module docstring)."""
 
-    def __init__(self, spec: Spec):
+    def __init__(self, spec: Spec, headline: str = "clrs"):
         self.spec = spec
+        self.headline = headline  # which outputs `score` averages: "clrs" accuracy-scored, "clrs_mse" scalar
         scored = [f for f in spec.values() if not permutation_mask_of(spec, f.name)]
         self.output_features = [f for f in scored if f.stage is Stage.OUTPUT]
         self.hint_features = [f for f in scored if f.stage is Stage.HINT]
@@ -151,7 +155,9 @@ class Scorer:
             acc = {k: math.fsum(v) for k, v in self._outputs[f.name].items()}
             value = _finish(_kind(f), acc) if acc else None
             outputs[f.name] = float("nan") if value is None else value
-        score = float(np.mean(list(outputs.values()))) if outputs else float("nan")
+        counted = [outputs[f.name] for f in self.output_features
+                   if (_kind(f) is Type.SCALAR) == (self.headline == "clrs_mse")]
+        score = float(np.mean(counted)) if counted else float("nan")
         hints = {}
         running = exact_step_sums(self._running)
         for f in self.hint_features:

@@ -53,19 +53,42 @@ def _cell(v) -> str:
     return str(v)
 
 
-def score_rows(scores: dict) -> list[dict]:
-    """Rows for one evaluation: each output feature, the algorithm score, and hints when present;
+def measure(task: str | None, feature: str | None = None) -> str:
+    """How a score of `task` is measured and which way is better: of one feature ("MSE ↓" for a scalar,
+    "F1 ↑" for a mask, "accuracy ↑" otherwise) or, with no feature, of the task's headline score; "" when
+    the task is not registered here (a plugin's that is not installed)."""
+    from relreason.data.specs import Type
+    from relreason.eval.metric_kinds import METRICS
+    from relreason.tasks import TASKS
+
+    if task is None or task not in TASKS:
+        return ""
+    t = TASKS.get(task)
+    if feature is None or t.metric == "relative_loss":
+        return METRICS.get(t.metric).short if t.metric in METRICS else ""
+    f = t.spec.get(feature) if t.spec is not None else None
+    if f is None:
+        return ""
+    return {Type.SCALAR: "MSE ↓", Type.MASK: "F1 ↑"}.get(f.type, "accuracy ↑")
+
+
+def score_rows(scores: dict, task: str | None = None) -> list[dict]:
+    """Rows for one evaluation: each output feature, the algorithm score, and hints when present, each
+    with how it is measured (`measure`: a scalar's squared error is lower-is-better, the rest higher);
     for a multi-task evaluation, each task's features and score, then the mean over tasks."""
     per_task = scores.get("per_task") or {}
+
+    def rows_of(name: str | None, res: dict, prefix: str, headline: str) -> list[dict]:
+        return ([{"feature": f"{prefix}output.{k}", "score": v, "measure": measure(name, k)}
+                 for k, v in res["outputs"].items()]
+                + [{"feature": headline, "score": res["score"], "measure": measure(name)}]
+                + [{"feature": f"{prefix}hint.{k}", "score": v, "measure": measure(name, k)}
+                   for k, v in res.get("hints", {}).items()])
+
     if per_task:
-        rows = []
-        for task, res in per_task.items():
-            rows += [{"feature": f"{task}: output.{k}", "score": v} for k, v in res["outputs"].items()]
-            rows.append({"feature": f"{task}: score", "score": res["score"]})
-            rows += [{"feature": f"{task}: hint.{k}", "score": v} for k, v in res.get("hints", {}).items()]
-        rows.append({"feature": f"score (mean over {len(per_task)} tasks)", "score": scores["score"]})
+        rows = [r for name, res in per_task.items() for r in rows_of(name, res, f"{name}: ", f"{name}: score")]
+        first = next(iter(per_task))
+        rows.append({"feature": f"score (mean over {len(per_task)} tasks)", "score": scores["score"],
+                     "measure": measure(first)})
         return rows
-    rows = [{"feature": f"output.{k}", "score": v} for k, v in scores["outputs"].items()]
-    rows.append({"feature": "score (mean of outputs)", "score": scores["score"]})
-    rows += [{"feature": f"hint.{k}", "score": v} for k, v in scores.get("hints", {}).items()]
-    return rows
+    return rows_of(task, scores, "", "score (mean of outputs)")

@@ -21,7 +21,7 @@ from pathlib import Path
 from relreason.config import Config, build_config, config_from_dict, keys_of, parse_overrides
 from relreason.errors import RelreasonError
 from relreason.protocol import run_identity
-from relreason.rundir import CELL_RUN, RunDir, read_results, seed_dir
+from relreason.rundir import CELL_RUN, RunDir, read_results, read_run_record, seed_dir
 from relreason.studies.variants import Study, Variant
 
 
@@ -134,9 +134,11 @@ def plan_cells(study: Study, tasks: list[str], seeds: int, recipe: str | None = 
 
 
 def cell_state(cell: Cell) -> str:
-    """"done" (results under the same config), "stale" (results or a checkpoint under another config),
-    "partial" (a checkpoint to resume under the same config) or "new". Configs are compared by
-    `result_identity`: a cell computed with other threads or on another device is the same cell."""
+    """"done" (results under the same config), "stale" (results or a checkpoint under another config, or
+    made with a plugin installed here at another version), "partial" (a checkpoint to resume under the same
+    config) or "new". Configs are compared by `result_identity`: a cell computed with other threads or on
+    another device is the same cell."""
+    from relreason.train.checkpoint import plugin_changes
     from relreason.train.loop import has_progress, stored_config
 
     want = result_identity(cell.config.to_dict())
@@ -146,10 +148,11 @@ def cell_state(cell: Cell) -> str:
             data = read_results(files.results)
         except RelreasonError:
             return "stale"
-        return "done" if result_identity(data.config) == want else "stale"
+        return "done" if result_identity(data.config) == want and not plugin_changes(data.plugins) else "stale"
     if files.last.trainer_state.exists():
         try:
-            return "partial" if result_identity(stored_config(cell.run_dir).to_dict()) == want else "stale"
+            same = result_identity(stored_config(cell.run_dir, warn=False).to_dict()) == want
+            return "partial" if same and not plugin_changes(read_run_record(cell.run_dir).plugins) else "stale"
         except RelreasonError:
             return "stale"
     return "stale" if has_progress(cell.run_dir) else "new"

@@ -48,8 +48,9 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
         states = {c.directory: cell_state(c) for c in mine}
         stale = [c for c in mine if states[c.directory] == "stale" and not is_held(c)]
         if stale and not rerun_stale:
-            raise RelreasonError(f"{len(stale)} cell(s) were computed under another configuration "
-                                 f"(e.g. {stale[0].run_dir}); their results would mix budgets or settings",
+            raise RelreasonError(f"{len(stale)} cell(s) were computed under another configuration or another "
+                                 f"version of a plugin (e.g. {stale[0].run_dir}); their results would mix budgets, "
+                                 "settings or code",
                                  "pass --rerun-stale to move them aside (as run.stale-<time>) and train them again")
         for c in stale:
             c.run_dir.rename(c.directory / f"run.stale-{time.strftime('%Y%m%d-%H%M%S')}-{c.seed}")

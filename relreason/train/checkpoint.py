@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -31,7 +32,7 @@ from relreason.config import Config, config_from_dict
 from relreason.data.store import current_umask, owner_tag, remove_stale_temporaries
 from relreason.errors import RelreasonError
 from relreason.rundir import CHECKPOINT_CONFIG, OPTIMIZER, OPTIMIZER_META, TRAINER_STATE, WEIGHTS, old_checkpoint
-from relreason.plugins import Origin, require_plugins
+from relreason.plugins import Origin, plugin_version_changes, require_plugins
 
 FORMAT = 1  # bump when the checkpoint layout changes incompatibly
 
@@ -131,10 +132,22 @@ def read_checkpoint_meta(path: Path) -> dict:
     return meta
 
 
-def load_config(path: Path) -> Config:
+def load_config(path: Path, warn: bool = True) -> Config:
+    """The config a checkpoint stores, once the plugins it needs are found installed; a plugin installed at
+    another version than the one that made it is named in one warning line (`warn`), as it may compute
+    otherwise (`plugin_changes` says it to callers that refuse instead)."""
     meta = read_checkpoint_meta(path)
     require_plugins(meta.get("plugins", []), str(path), _origin_here)
+    changed = plugin_changes(meta.get("plugins"))
+    if warn and changed:
+        print(f"relreason: warning: {path} was made with the plugin {', '.join(changed)}; its results may not be "
+              f"what the installed version computes", file=sys.stderr)
     return config_from_dict(meta["config"])
+
+
+def plugin_changes(record: list[dict] | None) -> list[str]:
+    """The plugins of a run's record installed here at another version (relreason.plugins.plugin_version_changes)."""
+    return plugin_version_changes(record, _origin_here)
 
 
 def plugin_record(cfg: Config) -> list[dict]:

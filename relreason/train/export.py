@@ -46,7 +46,7 @@ def _table(res: RunResults) -> tuple[list[dict], list[str]]:
         from relreason.eval.text_score import text_table
 
         return text_table(test)
-    return score_rows(test), ["feature", "score"]
+    return score_rows(test, res.task), ["feature", "score", "measure"]
 
 
 def export_bundle(run_dir: Path, out_dir: Path | None = None) -> Path:
@@ -83,9 +83,13 @@ def model_card(res: RunResults) -> str:
                           + ",".join(map(str, res.config["data"].get("test_sizes", ())))
              }.get(metric, f"relreason eval THIS_DIRECTORY --ood {res.test_size}")
     deviation = f"\n**Deviation from the paper's protocol:** {res.deviation}\n" if res.deviation else ""
+    needs = "\n".join(f"- `{p['distribution']}=={p['version']}` (its {p['kind']} `{p['name']}`)" for p in res.plugins or [])
+    plugins = (f"\n**Plugins it needs** (install them before `relreason eval`; relreason refuses the bundle "
+               f"without them):\n\n{needs}\n" if needs else
+               "\nIt needs no plugin (everything in it is built into relreason).\n" if res.plugins is not None else "")
     return (f"# {res.model} on {res.task}\n\n"
             f"Trained with relreason {res.relreason}, seed {res.seed}, recipe {res.recipe}:"
-            f" {res.examples} training examples in {res.seconds} s (final test included).\n{deviation}\n"
+            f" {res.examples} training examples in {res.seconds} s (final test included).\n{deviation}{plugins}\n"
             f"Command:\n\n```\n{res.command or '(python API)'}\n```\n\n"
             f"Best validation score {res.best_val:.4f} (after {res.best_examples} examples).\n\n"
             f"## Out-of-distribution test ({label}): {METRIC_LABELS.get(metric, metric)}\n\n{table}\n"

@@ -103,13 +103,14 @@ def config_diff(a: Config, b: Config) -> dict[str, tuple]:
     return out
 
 
-def stored_config(run_dir: Path) -> Config:
-    """The configuration a run was started with (from its last checkpoint)."""
+def stored_config(run_dir: Path, warn: bool = True) -> Config:
+    """The configuration a run was started with (from its last checkpoint); `warn`: name a plugin installed
+    at another version than the run's (checkpoint.load_config)."""
     last = RunDir(run_dir).last
     ckpt.recover(last.path)
     if not last.trainer_state.exists():
         raise RelreasonError(f"nothing to resume in {run_dir}", "start it without --resume")
-    return ckpt.load_config(last.path)
+    return ckpt.load_config(last.path, warn)
 
 
 def resume_config(run_dir: Path, overrides: list[str], recipe: str | None = None) -> Config:

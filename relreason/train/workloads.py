@@ -175,6 +175,11 @@ class NarWorkload(Workload):
         self.model = self.built.model
         self.tasks = self.built.tasks
         first = self.tasks[0]
+        metrics = {t.name: t.metric for t in self.tasks}
+        if len(set(metrics.values())) > 1:
+            raise RelreasonError(f"tasks scored by different metrics cannot share one score: "
+                                 f"{', '.join(f'{k} ({v})' for k, v in metrics.items())}",
+                                 "train tasks whose headline metrics agree together")
         self.lower_is_better, self.metric = first.lower_is_better, first.metric
         self._eval_cache: dict[tuple, Any] = {}
         self._train: dict[str, Any] | None = None  # loaded on the first training step (eval never needs it)

@@ -63,6 +63,9 @@ def _attempt(name: str = "toy_scan", **changes) -> None:
     ("toy_scan", {"family": "clrs30"}, "family 'clrs30' is already"),
     ("toy_scan", {"groups": ("graphs",)}, "group 'graphs' is already"),
     ("toy_scan", {"groups": ("Core 8",)}, "snake_case"),
+    ("toy_scan", {"outputs": "best N m1, top G sc"}, "mix scalar features (top: squared error"),
+    ("toy_scan", {"metric": "clrs_mse"}, "averages its scalar outputs, and it has none"),
+    ("toy_scan", {"metric": "accuracy"}, "not an output metric"),
 ])
 def test_a_bad_registration_is_refused_naming_the_algorithm(name, changes, message):
     with pytest.raises(RelreasonError, match="cannot register algorithm") as caught:
@@ -136,3 +139,24 @@ def test_canonical_splits_apply_the_declared_multiplier(name):
 def test_a_text_form_normalizes_its_collections():
     form = TextForm(trace=["s"], integer_inputs=["A", "A"], train_lengths=np.array([4, 5]).tolist(), val_stop=6)
     assert form.trace == ("s",) and form.integer_inputs == frozenset({"A"}) and form.train_lengths == (4, 5)
+
+
+def test_a_scalar_output_is_scored_as_an_error_and_the_lowest_validation_is_kept(tmp_path):
+    """Issue 31: a plugin's scalar-output algorithm was recorded higher-is-better, so best-checkpoint
+    selection kept the untrained model. Its headline is now the squared error, lower is better, everywhere."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).with_name("scalar_output_check.py")
+    done = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["task_metric"] == got["metric"] == "clrs_mse" and got["lower_is_better"] is True
+    scores = [s for _, s in got["validations"]]
+    assert got["best_val"] == min(scores) and got["best_examples"] == next(e for e, s in got["validations"]
+                                                                           if s == min(scores))
+    assert scores[0] > min(scores)  # it learned: the untrained model (the old "best") is not kept
+    assert got["measures"]["output.peak"] == "MSE ↓" and got["measures"]["score (mean of outputs)"] == "MSE ↓"
+    assert got["measures"]["hint.peak_h"] == "MSE ↓"
