@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from relreason.cli.ablate import JobsOpt, RerunStaleOpt, ShardOpt, print_sweep
-from relreason.cli.common import JsonOpt, err, out, report_errors
+from relreason.cli.common import JsonOpt, MarginOpt, err, out, report_errors
 from relreason.cli.train import RecipeOpt, SetOpt
 from relreason.errors import RelreasonError
 
@@ -36,12 +36,13 @@ def reproduce_cmd(
                                            "finished so far.")] = False,
     costs: Annotated[Path, typer.Option("--costs", help="Measured cell costs (scripts/bench_reproduce.py).")] =
     Path("results/costs.json"),
+    margin: MarginOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Reproduce a published table: run its cells at the paper's protocol (resumable) and print ours
-    (mean ± sample std, seeds) beside the published figure, the difference and whether the published
-    mean lies in our 95% interval. Cells under another recipe or a protocol-changing --set are
-    printed but marked not comparable.
+    (mean ± sample std, seeds) beside the published figure, ours minus the paper with Welch's 95%
+    interval and a verdict: agrees (inside ± --margin), lower, higher or inconclusive. Cells under
+    another recipe or a protocol-changing --set are printed but marked not comparable.
 
     Examples:\n
       relreason reproduce --list\n
@@ -61,7 +62,7 @@ def reproduce_cmd(
         raise RelreasonError("which table?", "give a table name (relreason reproduce --list shows them)")
     sweep = run_table(table, tasks, seeds, recipe, out_dir, sets, models=models, train=not no_train,
                       rerun_stale=rerun_stale, log=lambda m: err.print(escape(m), highlight=False), jobs=jobs,
-                      shard=shard)
+                      shard=shard, margin=margin)
     print_sweep(sweep, as_json)
 
 
@@ -92,6 +93,7 @@ def results_cmd(
     markdown: Annotated[Path, typer.Option("--md", help="The generated report.")] = Path("RESULTS.md"),
     collect: Annotated[bool, typer.Option("--collect/--no-collect", help="Copy finished cells' results into "
                                           "--results first.")] = True,
+    margin: MarginOpt = None,
 ) -> None:
     """Collect the finished cells of `relreason reproduce` into result files and generate RESULTS.md
     from them: every table with results, ours beside the published figure, and per cell the command,
@@ -101,10 +103,13 @@ def results_cmd(
       relreason results\n
       relreason results --no-collect --md RESULTS.md
     """
+    from relreason.eval.stats import check_margin
     from relreason.results import collect_results, write_report
 
+    if margin is not None:
+        check_margin(margin)
     if collect:
         copied = collect_results(source, results)
         err.print(f"{len(copied)} result file(s) written under {results}", highlight=False)
-    n = write_report(results, markdown)
+    n = write_report(results, markdown, margin)
     err.print(f"{markdown}: {n} table(s) with results", highlight=False)

@@ -18,7 +18,7 @@ from typing import Callable
 
 from relreason.config import to_plain
 from relreason.errors import RelreasonError
-from relreason.eval.stats import STD_KIND
+from relreason.eval.stats import STD_KIND, check_margin
 from relreason.studies.ablations import ABLATIONS
 from relreason.studies.cells import cell_state, collect, is_held, parse_shard, plan_cells, shard_cells
 from relreason.studies.report import write_tables
@@ -71,7 +71,7 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
             "paper": [{"variant": v, "value": p.mean, "source": study.source} for v, p in study.averages.items()
                       if v in variants and whole],
             "paper_line": study.paper_line(), "paper_scope": study.paper_scope, "source": study.source,
-            "note": study.note, "std": STD_KIND, "lower_is_better": _lower_is_better(tasks)}
+            "note": study.note, "std": STD_KIND, "lower_is_better": _lower_is_better(tasks), "margin": study.margin}
 
 
 def _lower_is_better(tasks: list[str]) -> bool:
@@ -97,15 +97,19 @@ def _not_under_torchrun(command: str) -> None:
 def run_ablation(name: str, tasks: str | None, seeds: int, recipe: str | None = None, out: Path = Path("ablations"),
                  sets: list[str] | None = None, *, partial: bool = False, show_progress: bool = True,
                  log: Callable[[str], None] = print, rerun_stale: bool = False, jobs: int = 1,
-                 shard: str | None = None) -> Sweep:
+                 shard: str | None = None, margin: float | None = None) -> Sweep:
     """`relreason ablate`: the ablation `name` on `tasks` (a comma list or group; None: the ablation's
     own) swept by `run_study` (`shard`: "I/K"), its tables written under OUT/<name> once every cell has
-    results (while some are missing, only with `partial`, as results.partial.*)."""
+    results (while some are missing, only with `partial`, as results.partial.*). `margin`: the
+    equivalence margin of the verdicts instead of the ablation's own."""
     study = ABLATIONS.get(name)
+    margin = check_margin(margin) if margin is not None else None
     _not_under_torchrun("ablate")
     result = run_study(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, recipe, out, sets,
                        show_progress=show_progress, log=log, rerun_stale=rerun_stale, jobs=jobs,
                        shard=parse_shard(shard) if shard is not None else None)
+    if margin is not None:
+        result["margin"] = margin
     base = Path(out) / name
     stem = write_tables(result, base) if partial or not result["missing"] else None
     return Sweep(study, result, base, stem)
@@ -114,11 +118,13 @@ def run_ablation(name: str, tasks: str | None, seeds: int, recipe: str | None = 
 def run_table(table: str, tasks: str | None, seeds: int, recipe: str | None = None, out: Path = Path("reproduce"),
               sets: list[str] | None = None, *, models: str | None = None, train: bool = True,
               log: Callable[[str], None] = print, rerun_stale: bool = False, jobs: int = 1,
-              shard: str | None = None) -> Sweep:
+              shard: str | None = None, margin: float | None = None) -> Sweep:
     """`relreason reproduce`: the published table `table` on `tasks` (None: the table's own) and the
     columns of `models` (a comma list; None: every column) swept by `run_study` (with `train` False,
-    only read back), its tables written under OUT/tables/<table>, partial ones while cells are missing."""
+    only read back), its tables written under OUT/tables/<table>, partial ones while cells are missing.
+    `margin`: the equivalence margin of the verdicts instead of the table's own."""
     study = TABLES.get(table)
+    margin = check_margin(margin) if margin is not None else None
     _not_under_torchrun("reproduce")
     model_list = [m.strip() for m in models.split(",") if m.strip()] if models is not None else None
     if model_list is not None and not model_list:
@@ -126,6 +132,8 @@ def run_table(table: str, tasks: str | None, seeds: int, recipe: str | None = No
     result = run_study(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, recipe, out, sets,
                        log=log, rerun_stale=rerun_stale, jobs=jobs,
                        shard=parse_shard(shard) if shard is not None else None, models=model_list, train=train)
+    if margin is not None:
+        result["margin"] = margin
     base = Path(out) / "tables" / table
     return Sweep(study, result, base, write_tables(result, base))
 
