@@ -34,8 +34,8 @@ def reproduce_cmd(
     shard: ShardOpt = None,
     no_train: Annotated[bool, typer.Option("--no-train", help="Train nothing: print the table of the cells "
                                            "finished so far.")] = False,
-    costs: Annotated[Path, typer.Option("--costs", help="Measured cell costs (scripts/bench_reproduce.py).")] =
-    Path("results/costs.json"),
+    costs: Annotated[Optional[Path], typer.Option("--costs", help="Measured cell costs (scripts/bench_reproduce.py).",
+                                                  show_default="the costs shipped with relreason")] = None,
     margin: MarginOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -73,12 +73,14 @@ def _print_list(rows: list[dict], machines: list[str], as_json: bool) -> None:
     from rich.table import Table
 
     t = Table(title="published tables (relreason reproduce TABLE; cells per seed = columns x tasks; one cell: "
-                    "predicted from measured steps, CPU time of one thread, cheapest and dearest column)")
-    for column in ("table", "what", "cells per seed", "paper seeds", "one cell"):
+                    "predicted from measured steps, CPU time of one thread, cheapest and dearest column; whole "
+                    "table: every column's cells x its paper's seeds, one after another)")
+    for column in ("table", "what", "cells per seed", "paper seeds", "one cell", "whole table at paper seeds"):
         t.add_column(column, no_wrap=column == "table", justify="right" if column in ("cells per seed",
                                                                                        "paper seeds") else "left")
     for r in rows:
-        t.add_row(r["table"], r["what"], str(r["cells per seed"]), r["paper seeds"], r["one cell (measured)"])
+        t.add_row(r["table"], r["what"], str(r["cells per seed"]), r["paper seeds"], r["one cell (measured)"],
+                  r["at paper seeds (predicted)"])
     out.print(t, highlight=False, markup=False)
     for line in machines:
         err.print(f"costs measured on {line}", highlight=False, markup=False)

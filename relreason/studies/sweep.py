@@ -138,10 +138,20 @@ def run_table(table: str, tasks: str | None, seeds: int, recipe: str | None = No
     return Sweep(study, result, base, write_tables(result, base))
 
 
-def table_costs(costs: Path) -> tuple[list[dict], list[str]]:
-    """`relreason reproduce --list`: one row per table (its cells per seed, the papers' seed counts, and
-    the measured cost of its cheapest and dearest cell from the `costs` file of scripts/bench_reproduce.py),
-    and the machines the costs were measured on."""
+def costs_file() -> Path:
+    """The measured cell costs shipped with relreason (relreason/studies/costs.json, package data, written
+    by scripts/bench_reproduce.py), so that `reproduce --list` shows them from any directory."""
+    import importlib.resources
+
+    return Path(str(importlib.resources.files("relreason.studies") / "costs.json"))
+
+
+def table_costs(costs: Path | None = None) -> tuple[list[dict], list[str]]:
+    """`relreason reproduce --list`: one row per table (its cells per seed, the papers' seed counts, the
+    measured cost of its cheapest and dearest cell from the `costs` file of scripts/bench_reproduce.py,
+    by default the one shipped with relreason, and the whole table's at its paper's seed counts), and the
+    machines the costs were measured on."""
+    costs = costs_file() if costs is None else Path(costs)
     measured = {}
     if costs.is_file():
         try:
@@ -149,6 +159,9 @@ def table_costs(costs: Path) -> tuple[list[dict], list[str]]:
         except (OSError, ValueError):
             raise RelreasonError(f"{costs} is not a readable costs file",
                                  "measure again: python scripts/bench_reproduce.py") from None
+    elif costs != costs_file():
+        raise RelreasonError(f"--costs {costs} does not exist", "give the file scripts/bench_reproduce.py wrote, "
+                                                                "or leave --costs out for the measured costs shipped")
     rows, machines = [], set()
     for name, study in TABLES.items():
         tasks = expand_tasks(study.tasks)
@@ -165,9 +178,34 @@ def table_costs(costs: Path) -> tuple[list[dict], list[str]]:
         rows.append({"table": name, "what": study.description, "columns": len(study.variants), "tasks": len(tasks),
                      "cells per seed": len(study.variants) * len(tasks),
                      "paper seeds": ", ".join(map(str, seeds)) or "-", "one cell (measured)": cost,
-                     "measured": cells})
+                     "measured": cells, **_table_total(study, tasks, cells)})
     return rows, sorted(machines)
 
 
+def _table_total(study: Study, tasks: list[str], cells: dict) -> dict:
+    """The predicted cost of the whole table at its paper's seed counts: per column, the mean of its measured
+    cells (on the tasks measured) times its tasks times the seeds its paper ran; None where a column is not
+    measured or its paper's seed count is not known."""
+    total, measured_on, why = 0.0, set(), ""
+    for v in study.variants:
+        seeds = max((p.seeds for (label, _), p in study.figures.items() if label == v.label and p.seeds),
+                    default=study.averages[v.label].seeds if v.label in study.averages else None)
+        mine = {key.split(" on ", 1)[1]: c["seconds"] for key, c in cells.items() if key.split(" on ", 1)[0] == v.label}
+        if not seeds:
+            why = "the paper's seed count is not known"
+            break
+        if not mine:
+            why = f"{v.label} not measured"
+            break
+        measured_on.update(mine)
+        total += sum(mine.values()) / len(mine) * len(tasks) * seeds
+    if why:
+        return {"at paper seeds (predicted)": f"- ({why})", "total_seconds": None}
+    return {"at paper seeds (predicted)": f"{_hours(total)} (each column's {', '.join(sorted(measured_on))} cell "
+                                          f"for all {len(tasks)} tasks)", "total_seconds": round(total, 1)}
+
+
 def _hours(seconds: float) -> str:
+    if seconds >= 100 * 3600:
+        return f"{seconds / 3600:,.0f} h"
     return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
