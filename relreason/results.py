@@ -220,9 +220,9 @@ def write_report(results: Path, markdown: Path, margin: float | None = None) -> 
              "protocol is shown but marked not comparable, never compared. The *average* row of a column averages",
              "only the tasks where a comparison means something (a published figure, comparable cells, two or more",
              "seeds of ours), names them and those left out, and compares with the paper's mean over the same",
-             "tasks (the interval from the tasks' variances, summed). Wall time: as the run measured it (training,",
-             "validations and the final test, summed over its sessions), on the hardware named, which other work",
-             "may have shared.",
+             "tasks (the variance of a mean over k tasks: the sum of the tasks' variances over k²). Wall time: as",
+             "the run measured it (training, validations and the final test, summed over its sessions), on the",
+             "hardware named, which other work may have shared.",
              ""]
     shown = 0
     seen: dict[tuple, str] = {}  # a cell's (model, setting, task, seed) -> the first table that showed it
