@@ -93,7 +93,7 @@ class TrainConfig:
     train_examples: int = 320_000  # 10,000 steps x batch 32, the reference schedule
     eval_every_examples: int = 1_600  # every 50 steps x batch 32, as the reference
     eval_batch_size: int | None = None  # evaluation batch; null: as large as memory allows (scores do not change)
-    seed: int = 42  # model init, batch order and every noise draw derive from it
+    seed: int = 42  # model init and every noise draw derive from it, and the batch order under data.order seeded
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     threads: int = 0  # torch intra-op threads; 0 leaves torch's default
     precision: str = "fp32"  # fp32 | bf16: bf16 autocast of the training forward (weights, Adam, evaluation stay fp32)

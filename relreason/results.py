@@ -23,13 +23,15 @@ from pathlib import Path
 
 from relreason.config import build_config, to_plain
 from relreason.errors import RelreasonError
+from relreason.runtime import source_digest
 from relreason.rundir import (CELL_RUN, RunDir, RunResults, read_object, read_run_record, read_trainer_state,
                               seed_of_dir)
 from relreason.studies.cells import result_identity
 from relreason.studies.report import study_table
 from relreason.studies.variants import Study
 
-CELLS, PROGRESS, SELECTION = "cells", "progress", "selection"
+CELLS, PROGRESS, SELECTION, CURVES, VERIFY = "cells", "progress", "selection", "curves", "verify"
+VERIFY_LOSS_RTOL = 1e-4  # a training loss re-computed on another machine may differ in its last bits; scores may not
 
 
 def _write(path: Path, data: dict) -> bool:
@@ -60,6 +62,9 @@ def collect_results(source: Path, results: Path) -> list[Path]:
             RunResults.from_dict(data, str(files.results))  # validated; copied as written (its schema version kept)
             if _write(Path(results) / CELLS / f"{rel}.json", data):
                 written.append(Path(results) / CELLS / f"{rel}.json")
+            curve, points = Path(results) / CURVES / f"{rel}.json", validation_curve(run)
+            if points is not None and _write(curve, points):
+                written.append(curve)
             selection = Path(results) / SELECTION / f"{rel}.json"
             record = model_selection(run, selection)
             if record is not None and _write(selection, record):
@@ -78,13 +83,22 @@ def collect_results(source: Path, results: Path) -> list[Path]:
     return written
 
 
+# The larger diagnostic test beside the protocol's (never a verdict): 10 x the protocol's test samples (320
+# graphs at n = 64 for most algorithms), drawn with a seed none of the benchmark's splits uses (1-3: train,
+# val, test), scored on the protocol's selected checkpoint. The protocol's 32 graphs carry about ±0.4-1
+# point of test-set noise per seed; ten times the samples cut it by about 3.
+DIAGNOSTIC_TEST_FACTOR = 10
+DIAGNOSTIC_TEST_SEED = 4
+
+
 def model_selection(run: Path, cached: Path | None = None) -> dict | None:
     """How a finished run's tested checkpoint was chosen, from its metrics.jsonl: validations run, the
     best score, how many validations reached it and the first and last of them (the protocol tests the
-    first), with the test score of the selected checkpoint and, as a diagnostic that is not the protocol,
-    of the last checkpoint (`last/`, evaluated on the run's own test split). None when the run has no
-    validations or no last checkpoint. `cached`: a record written before for this same run is reused
-    instead of evaluating again."""
+    first), with the test score of the selected checkpoint and two diagnostics that are not the protocol:
+    the test score of the last checkpoint (`last/`, on the run's own test split) and the selected
+    checkpoint's score on a larger independent test set at the same size (DIAGNOSTIC_TEST_*; single
+    CLRS tasks only). None when the run has no validations or no last checkpoint. `cached`: a record
+    written before for this same run is reused instead of evaluating again."""
     from relreason.rundir import ValidationRow, read_metrics, read_results
 
     files = RunDir(run)
@@ -97,17 +111,138 @@ def model_selection(run: Path, cached: Path | None = None) -> dict | None:
               "first_best_examples": min(at_best, default=None), "last_best_examples": max(at_best, default=None),
               "selected_examples": res.best_examples, "selected_test": res.test.score,
               "last_examples": res.examples, "test_label": res.test_label}
-    if cached is not None and cached.is_file():
-        old = read_object(cached)
-        if {k: old.get(k) for k in record} == record and "last_test" in old:
-            return old
+    old = read_object(cached) if cached is not None and cached.is_file() else {}
+    if {k: old.get(k) for k in record} != record:
+        old = {}
     from relreason.train.evaluation import evaluate_checkpoint
 
-    last = evaluate_checkpoint(files.last.path)
-    if last["label"] != res.test_label:
-        raise RelreasonError(f"{run}/last was tested on {last['label']!r}, its run on {res.test_label!r}",
-                             "the run's test split changed; retrain the cell")
-    return {**record, "last_test": last["score"]}
+    if "last_test" not in old:
+        last = evaluate_checkpoint(files.last.path)
+        if last["label"] != res.test_label:
+            raise RelreasonError(f"{run}/last was tested on {last['label']!r}, its run on {res.test_label!r}",
+                                 "the run's test split changed; retrain the cell")
+        old["last_test"] = last["score"]
+    large = {k: old[k] for k in ("large_test", "large_test_label") if k in old}
+    if not large:
+        large = larger_test(files.best.path, res)
+    return {**record, "last_test": old["last_test"], **large}
+
+
+def larger_test(checkpoint: Path, res: RunResults) -> dict:
+    """{"large_test", "large_test_label"}: the checkpoint on DIAGNOSTIC_TEST_FACTOR x the protocol's test
+    samples at its test size, seed DIAGNOSTIC_TEST_SEED; {} for runs that are not one CLRS algorithm."""
+    from relreason.data.algorithms import ALGORITHMS, canonical_split
+    from relreason.train.evaluation import evaluate_checkpoint
+
+    if res.task not in ALGORITHMS.names() or res.per_task:
+        return {}
+    num = DIAGNOSTIC_TEST_FACTOR * canonical_split(res.task, "test").num
+    got = evaluate_checkpoint(checkpoint, ood=res.test_size, num=num, seed=DIAGNOSTIC_TEST_SEED)
+    return {"large_test": got["score"], "large_test_label": got["label"]}
+
+
+def validation_curve(run: Path) -> dict | None:
+    """The run's validations as metrics.jsonl holds them ({"examples", "score", "loss"} each), with the code that
+    trained it: what `reproduce --verify` re-trains a prefix of and compares. None: no validation recorded."""
+    from relreason.rundir import ValidationRow, read_metrics, read_results
+
+    res = read_results(RunDir(run).results)
+    rows = [r for r in read_metrics(RunDir(run).metrics) if isinstance(r, ValidationRow)]
+    if not rows:
+        return None
+    return {"code": res.code, "validations": [{"examples": r.examples, "score": r.score, "loss": r.loss}
+                                              for r in rows]}
+
+
+def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda m: None) -> dict:
+    """Re-trains a cell (its resolved `config`, its seed) with today's code up to the `validations`-th
+    validation of its stored `curve` (validation_curve) and compares them: the examples and validation
+    scores exactly, the training loss beside each within VERIFY_LOSS_RTOL. Returns {"validations",
+    "matches", "difference" (the first, in words; None when they match), "code" (today's), "stored_code"}."""
+    import dataclasses
+    import math
+
+    from relreason.rundir import ValidationRow, read_metrics
+    from relreason.runtime import code_record
+    from relreason.train import run
+
+    if validations < 2:
+        raise RelreasonError(f"--verify-validations {validations}: the first validation is before any training",
+                             "give at least 2")
+    stored = curve["validations"][:validations]
+    t = config.train
+    if t.lr_schedule != "constant" or t.warmup_examples:
+        raise RelreasonError(f"cannot verify a prefix of a run whose learning rate follows train.lr_schedule "
+                             f"{t.lr_schedule} (warm-up {t.warmup_examples}): its rates depend on the whole budget",
+                             "verify cells trained at a constant rate (every paper recipe)")
+    upto = stored[-1]["examples"]
+    cfg = dataclasses.replace(config, train=dataclasses.replace(t, train_examples=max(upto, t.batch_size)))
+    run(cfg, out=workdir, name="verify", show_progress=False, log=log)
+    now = [r for r in read_metrics(workdir / "verify" / "metrics.jsonl") if isinstance(r, ValidationRow)]
+    difference = None
+    for old, new in zip(stored, now):
+        if (old["examples"], old["score"]) != (new.examples, new.score):
+            difference = (f"validation at {old['examples']:,} examples: {old['score']:.6f} stored, "
+                          f"{new.score:.6f} now (at {new.examples:,})")
+        elif (old["loss"] is None) != (new.loss is None) or (
+                old["loss"] is not None and not math.isclose(old["loss"], new.loss, rel_tol=VERIFY_LOSS_RTOL)):
+            difference = f"training loss at {old['examples']:,} examples: {old['loss']} stored, {new.loss} now"
+        if difference:
+            break
+    if difference is None and len(now) < len(stored):
+        difference = f"{len(now)} validations re-trained, {len(stored)} stored"
+    return {"validations": len(stored), "matches": difference is None, "difference": difference,
+            "code": code_record(), "stored_code": curve.get("code")}
+
+
+def verify_table(table: str, tasks: str | None, seeds: int, models: str | None, results: Path, validations: int,
+                 workdir: Path, log=lambda m: None) -> list[dict]:
+    """`reproduce TABLE --verify`: verify_cell for every planned cell of the table that has a committed curve
+    under `results`; each verdict is written to results/verify/ (RESULTS.md reads it). Returns the rows."""
+    from relreason.studies.cells import plan_cells
+    from relreason.studies.tables import TABLES
+    from relreason.tasks import expand_tasks
+
+    study = TABLES.get(table)
+    cells = plan_cells(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, None, workdir / "plan",
+                       models=models.split(",") if models else None)
+    rows = []
+    for cell in cells:
+        rel = cell.directory.relative_to(workdir / "plan" / CELLS)
+        curve_file = Path(results) / CURVES / f"{rel}.json"
+        if not curve_file.is_file():
+            continue
+        log(f"verifying {rel}")
+        got = verify_cell(cell.config, read_object(curve_file), validations, workdir / str(rel), log)
+        _write(Path(results) / VERIFY / f"{rel}.json", got)
+        rows.append({"cell": str(rel), **got})
+    if not rows:
+        raise RelreasonError(f"no cell of {table} (these tasks, models and seeds) has a committed validation curve "
+                             f"under {results}/{CURVES}", "run `relreason results` after its cells finish")
+    return rows
+
+
+def code_label(code: dict | None) -> str:
+    """A code record in a few characters: the commit's first 9 hex digits (+dirty), else the source digest."""
+    if not code:
+        return "not recorded"
+    if code.get("commit"):
+        return code["commit"][:9] + ("+dirty" if code.get("dirty") else "")
+    return f"source {code['source']}"
+
+
+def verification(code: list[dict] | None, verified: dict | None, today: str) -> str:
+    """What RESULTS.md says of a cell's code: re-trained by `reproduce --verify` (with which code, and whether
+    its first validations came out the same), or not, flagged where the cell's code is not today's."""
+    if verified is not None:
+        if verified["matches"]:
+            return f"same first {verified['validations']} validations with {code_label(verified['code'])}"
+        return f"**differs** with {code_label(verified['code'])}: {verified['difference']}"
+    if not code:
+        return "not yet; **its code is not recorded**"
+    if any(c.get("source") != today for c in code):
+        return "not yet; **its code differs from today's**"
+    return "not yet (today's code)"
 
 
 def _files(results: Path, kind: str) -> list[tuple[tuple[str, str, str, int], Path]]:
@@ -163,9 +298,9 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
             if recipe != own and recipe in _protocols(model, task):
                 continue
             why = [v.caveat] if v.caveat else []
-            if result_identity(data.config) != _protocol_identity(study, v, task, seed):
-                why.append(f"recipe {data.recipe}" + (f" ({data.deviation})" if data.deviation else "")
-                           + ", not the paper's protocol")
+            got, want = result_identity(data.config), _protocol_identity(study, v, task, seed)
+            if got != want:
+                why.append(protocol_difference(data.recipe, own, got, want))
             if task in study.not_comparable:
                 why.append(study.not_comparable[task])
             records.append({"variant": v.label, "model": model, "setting": setting, "task": task, "seed": seed,
@@ -174,7 +309,7 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
                             "command": data.command, "examples": data.examples,
                             "reproduce": f"relreason reproduce {study.name} --models {model} --tasks {task} "
                                          f"--seeds {seed + 1}",
-                            "recipe": data.recipe, "relreason": data.relreason})
+                            "recipe": data.recipe, "relreason": data.relreason, "code": data.code})
     if not records:
         return None
     used_tasks = [t for t in tasks if any(r["task"] == t for r in records)]
@@ -187,6 +322,24 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
             "averages": [{"variant": v, **to_plain(p)} for v, p in study.averages.items()
                          if v in used and used_tasks == tasks],
             "lower_is_better": False, "margin": study.margin}
+
+
+def protocol_difference(recipe: str | None, protocol: str, got: dict, want: dict) -> str:
+    """Why a cell is not its column's protocol, in words: the keys whose values differ (a cell trained before a
+    protocol setting changed names that setting), or the recipe when it is another."""
+    from relreason.studies.cells import config_differences
+
+    keys = config_differences(got, want)
+    if recipe != protocol or not keys:
+        return f"recipe {recipe}, not the paper's protocol"
+    shown = [f"{k} {_dotted(got, k)} where the protocol has {_dotted(want, k)}" for k in keys[:3]]
+    return f"trained with {', '.join(shown)}{', ...' if len(keys) > 3 else ''}"
+
+
+def _dotted(plain: dict, key: str):
+    section, _, name = key.partition(".")
+    value = plain.get(section, {}).get(name) if name else plain.get(section)
+    return json.dumps(value)
 
 
 def _duration(seconds: float | None) -> str:
@@ -205,6 +358,8 @@ def write_report(results: Path, markdown: Path, margin: float | None = None) -> 
 
     files, progress = cell_files(results), progress_files(results)
     selection = {key: read_object(path) for key, path in _files(results, SELECTION)}
+    verified = {key: read_object(path) for key, path in _files(results, VERIFY)}
+    today = source_digest()
     lines = ["# Results", "",
              "Generated by `relreason results` from the result files under `results/` (one per finished cell of",
              "`relreason reproduce`); never edited by hand. Columns: *ours*, the OOD test score (%) as mean ± sample",
@@ -247,26 +402,36 @@ def write_report(results: Path, markdown: Path, margin: float | None = None) -> 
                   (" No verdicts: this unit declares no equivalence margin." if verdict_margin is None else
                    f" Verdict margin: ±{verdict_margin:g} percentage point{'s' * (verdict_margin != 1)}."), "",
                   render(rows, columns, "md"),
-                  "| model | task | seed | score | wall time | hardware | reproduce it with | its last session ran |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "| model | task | seed | score | wall time | hardware | reproduce it with | its last session ran "
+                  "| code | re-trained by `reproduce --verify` |", "|---|---|---|---|---|---|---|---|---|---|"]
         for r in sorted(result["cells"], key=lambda r: (r["task"], r["variant"], r["seed"])):
+            key = (r["model"], r["setting"], r["task"], r["seed"])
             lines.append(f"| {r['variant']} | {r['task']} | {r['seed']} | {100 * r['score']:.2f} | "
                          f"{_duration(r['seconds'])} | {'; '.join(r['hardware']) or 'not recorded'} | "
-                         f"`{r['reproduce']}` | `{r['command'] or '?'}` |")
+                         f"`{r['reproduce']}` | `{r['command'] or '?'}` | "
+                         f"{', '.join(code_label(c) for c in r['code']) if r['code'] else 'not recorded'} | "
+                         f"{verification(r['code'], verified.get(key), today)} |")
         lines.append("")
         chosen = [(r, selection.get((r["model"], r["setting"], r["task"], r["seed"]))) for r in
                   sorted(result["cells"], key=lambda r: (r["task"], r["variant"], r["seed"]))]
         if any(sel for _, sel in chosen):
             lines += ["Model selection (the protocol tests the first checkpoint that reached the best validation "
-                      "score; the last checkpoint's test is a diagnostic, not the protocol):", "",
+                      "score). Two diagnostics, never the protocol and never in a verdict: the last checkpoint on "
+                      "the protocol's test set, and the selected checkpoint on a larger independent test set "
+                      f"({DIAGNOSTIC_TEST_FACTOR} x the protocol's test samples at its size, seed "
+                      f"{DIAGNOSTIC_TEST_SEED}; the protocol's 32 graphs carry about ±0.4-1 point of test-set "
+                      "noise):", "",
                       "| model | task | seed | validations | best validation | reached by | first at | last at "
-                      "| test, selected | test, last checkpoint |", "|---|---|---|---|---|---|---|---|---|---|"]
+                      "| test, selected | test, last checkpoint | selected, larger test |",
+                      "|---|---|---|---|---|---|---|---|---|---|---|"]
             for r, sel in chosen:
                 if sel:
+                    large = f"{100 * sel['large_test']:.2f} ({sel['large_test_label']})" if "large_test" in sel \
+                        else "not measured"
                     lines.append(f"| {r['variant']} | {r['task']} | {r['seed']} | {sel['validations']:,} | "
                                  f"{100 * sel['best_val']:.2f} | {sel['at_best']} | {sel['first_best_examples']:,} | "
                                  f"{sel['last_best_examples']:,} | {100 * sel['selected_test']:.2f} | "
-                                 f"{100 * sel['last_test']:.2f} |")
+                                 f"{100 * sel['last_test']:.2f} | {large} |")
             lines.append("")
     if progress:
         lines += ["## In progress", "", "Cells started but not finished (resumed by the same `relreason reproduce` "

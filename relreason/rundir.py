@@ -379,6 +379,8 @@ class RunResults:
     config: dict[str, Any]  # the resolved config (Config.to_dict())
     # the installed plugins its model and algorithms came from ([] : all built in; None: written before the key)
     plugins: Optional[list[dict]] = field(default=None, metadata={"omit_none": True})
+    # the code of every session that trained it (relreason.runtime.code_record); None: written before the key
+    code: Optional[list[dict]] = field(default=None, metadata={"omit_none": True})
     schema_version: int = SCHEMA_VERSION
 
     @classmethod
@@ -432,6 +434,7 @@ class RunRecord:
     command: Optional[str]
     # as in a checkpoint's config.json ([]: all built in); None: written before the key existed
     plugins: Optional[list[dict]] = field(default=None, metadata={"omit_none": True})
+    code: Optional[dict] = field(default=None, metadata={"omit_none": True})  # the code of the session that wrote it
     recorded: frozenset = field(default=frozenset(), init=False, compare=False)  # keys the file holds
 
     @classmethod
@@ -467,6 +470,7 @@ class TrainerState:
     seconds: float  # training and validations so far, over every session
     last_loss: Optional[float] = None
     hardware: list[str] = field(default_factory=list)  # every machine a session ran on (absent in early runs)
+    code: list[dict] = field(default_factory=list)  # the code of every session (runtime.code_record; absent before)
 
     @classmethod
     def from_dict(cls, data: dict, file: str = TRAINER_STATE) -> "TrainerState":

@@ -179,3 +179,43 @@ def hardware(device: str | None = None) -> str:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     threads = torch.get_num_threads()
     return f"{cpu} ({cores} cores), {threads} torch thread{'s' * (threads != 1)}, cpu, torch {torch.__version__}"
+
+
+CODE_PATHS = ("relreason", "recipes", "pyproject.toml")  # what decides what a run computes, in a checkout
+
+
+def source_digest() -> str:
+    """A digest of the package's source as it is imported now: every *.py and *.yaml file under the package
+    (the recipes ship inside it), by relative path and bytes. Equal digests: the same code computed."""
+    import hashlib
+
+    import relreason
+
+    root = Path(relreason.__file__).parent
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".yaml") and "__pycache__" not in p.parts):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def code_record() -> dict:
+    """Which code ran: {"version", "source": source_digest(), "commit", "dirty"}; commit and dirty come from
+    git where the package is imported from a git checkout (dirty: its code paths differ from the commit),
+    and are null otherwise (an installed wheel: the version and the source digest say it)."""
+    import subprocess
+
+    import relreason
+
+    root = Path(relreason.__file__).resolve().parent.parent
+    commit = dirty = None
+    try:
+        def git(*args: str) -> str:
+            return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True,
+                                  timeout=20).stdout.strip()
+
+        if Path(git("rev-parse", "--show-toplevel")).resolve() == root:
+            commit = git("rev-parse", "HEAD")
+            dirty = bool(git("status", "--porcelain", "--", *CODE_PATHS))
+    except (OSError, subprocess.SubprocessError):
+        commit = dirty = None
+    return {"version": relreason.__version__, "source": source_digest(), "commit": commit, "dirty": dirty}

@@ -23,6 +23,12 @@ class Purpose(enum.IntEnum):
     VALIDATION = 2  # random positions of the validation passes (the same draw at every validation)
     STREAM = 3  # fresh training samples (the Ibarz et al. stream)
     TEXT = 4  # randomized positional encodings of text models
+    FIXED_ORDER = 5  # the training examples of data.order fixed (keyed by FIXED_ORDER_KEY, not the run's seed)
+
+
+# The seed the streams of data.order fixed are derived from in place of the run's: the RT authors' fork
+# draws its batches with the train sampler of --train_seed 1 (run.py L18), whatever --model_seed is.
+FIXED_ORDER_KEY = 1
 
 
 def derive_seed(seed: int, purpose: Purpose | int, *keys: int) -> int:

@@ -111,8 +111,8 @@ def test_model_selection_reads_the_validations_and_tests_the_last_checkpoint_onc
     """The diagnostic beside the protocol: which validations reached the best score, the tested checkpoint
     the first of them, and the last checkpoint's score on the same test split (evaluated once, then read)."""
     from relreason.config import build_config
-    from relreason.results import model_selection
-    from relreason.rundir import ValidationRow, read_metrics
+    from relreason.results import model_selection, validation_curve
+    from relreason.rundir import ValidationRow, read_metrics, read_results
     from relreason.train import evaluation, run
 
     cfg = build_config("mpnn", "bfs", "quick", ["train.train_examples=96", "train.eval_every_examples=16", "train.batch_size=8",
@@ -127,6 +127,13 @@ def test_model_selection_reads_the_validations_and_tests_the_last_checkpoint_onc
         record["selected_examples"]  # the protocol keeps the first checkpoint that reached the best
     assert record["selected_test"] == out.test["score"] and record["last_examples"] == 96
     assert record["last_test"] == evaluation.evaluate_checkpoint(out.run_dir / "last")["score"]
+    # the larger diagnostic test: the selected checkpoint on 10 x the benchmark's test samples, another seed
+    larger = evaluation.evaluate_checkpoint(out.run_dir / "best", ood=out.test_size, num=320, seed=4)
+    assert record["large_test"] == larger["score"] and record["large_test_label"] == larger["label"]
+    assert "320 samples" in record["large_test_label"]
+    curve = validation_curve(out.run_dir)
+    assert [(p["examples"], p["score"]) for p in curve["validations"]] == [(r.examples, r.score) for r in vals]
+    assert curve["code"] == read_results(out.run_dir).code and curve["code"][0]["source"]
     cached = tmp_path / "selection.json"
     cached.write_text(json.dumps(record))
 
@@ -161,3 +168,46 @@ def test_a_cell_shared_by_several_tables_is_shown_once_and_pointed_to(tmp_path):
     md = (tmp_path / "RESULTS.md").read_text()
     section = md.split("## rt-table17")[1].split("\n## ")[0]
     assert "| bellman_ford | rt | 96.00 |" in section and "90.00" in section
+
+
+def test_a_cell_trained_before_a_protocol_setting_changed_names_that_setting():
+    from relreason.results import protocol_difference
+
+    got, want = {"data": {"order": "seeded", "train_num": 1000}}, {"data": {"order": "sequential", "train_num": 1000}}
+    assert protocol_difference("clrs30", "clrs30", got, want) == \
+        'trained with data.order "seeded" where the protocol has "sequential"'
+    assert protocol_difference("quick", "clrs30", got, want) == "recipe quick, not the paper's protocol"
+
+
+def test_verify_re_trains_a_cells_first_validations_and_names_the_first_difference(tmp_path):
+    from relreason.config import build_config
+    from relreason.errors import RelreasonError
+    from relreason.results import validation_curve, verify_cell
+    from relreason.runtime import code_record
+    from relreason.train import run
+
+    cfg = build_config("mpnn", "bfs", "quick", ["train.train_examples=64", "train.eval_every_examples=16",
+                                                 "train.batch_size=8", "data.val_num=4", "data.test_num=4",
+                                                 "train.threads=1", f"data.data_dir={tmp_path / 'data'}"])
+    out = run(cfg, out=tmp_path, name="r", show_progress=False, log=lambda m: None)
+    curve = validation_curve(out.run_dir)
+    same = verify_cell(cfg, curve, 3, tmp_path / "v1")
+    assert same["matches"] and same["difference"] is None and same["validations"] == 3
+    assert same["code"] == code_record() and same["stored_code"] == curve["code"]
+    # a committed curve the code no longer computes (here: its second validation's score changed)
+    changed = {**curve, "validations": [dict(v) for v in curve["validations"]]}
+    changed["validations"][1]["score"] += 0.25
+    got = verify_cell(cfg, changed, 3, tmp_path / "v2")
+    assert not got["matches"] and got["difference"].startswith("validation at 16 examples:")
+    changed = {**curve, "validations": [dict(v) for v in curve["validations"]]}
+    changed["validations"][2]["loss"] *= 1.01  # beyond the 1e-4 rounding a loss may carry across machines
+    assert verify_cell(cfg, changed, 3, tmp_path / "v3")["difference"].startswith("training loss at 32 examples")
+    with pytest.raises(RelreasonError, match="--verify-validations 1"):
+        verify_cell(cfg, curve, 1, tmp_path / "v4")
+
+
+def test_reproduce_verify_needs_a_committed_curve(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, ["reproduce", "clrs30", "--models", "mpnn", "--tasks", "bfs", "--seeds", "1",
+                                   "--verify"])
+    assert res.exit_code == 1 and "has a committed validation curve" in res.output and "Traceback" not in res.output

@@ -36,6 +36,12 @@ def reproduce_cmd(
                                            "finished so far.")] = False,
     costs: Annotated[Optional[Path], typer.Option("--costs", help="Measured cell costs (scripts/bench_reproduce.py).",
                                                   show_default="the costs shipped with relreason")] = None,
+    verify: Annotated[bool, typer.Option("--verify", help="Re-train each cell's first validations with today's "
+                                         "code and compare them with its committed curve (results/curves).")] = False,
+    verify_validations: Annotated[int, typer.Option("--verify-validations", help="How many validations --verify "
+                                                    "re-trains (the first is before any training).")] = 3,
+    results_dir: Annotated[Path, typer.Option("--results", help="The committed result files --verify reads and "
+                                              "writes (results/verify).")] = Path("results"),
     margin: MarginOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -60,10 +66,38 @@ def reproduce_cmd(
         return
     if table is None:
         raise RelreasonError("which table?", "give a table name (relreason reproduce --list shows them)")
+    if verify:
+        _verify(table, tasks, seeds, models, results_dir, verify_validations, out_dir, as_json)
+        return
     sweep = run_table(table, tasks, seeds, recipe, out_dir, sets, models=models, train=not no_train,
                       rerun_stale=rerun_stale, log=lambda m: err.print(escape(m), highlight=False), jobs=jobs,
                       shard=shard, margin=margin)
     print_sweep(sweep, as_json)
+
+
+def _verify(table: str, tasks: str | None, seeds: int, models: str | None, results: Path, validations: int,
+            out_dir: Path, as_json: bool) -> None:
+    from relreason.results import code_label, verify_table
+
+    rows = verify_table(table, tasks, seeds, models, results, validations, out_dir / "verify",
+                        log=lambda m: err.print(escape(m), highlight=False))
+    if as_json:
+        out.print_json(json.dumps({"verified": rows}))
+    else:
+        from rich.table import Table
+
+        t = Table(title=f"{table}: each cell's first validations re-trained with today's code")
+        for column in ("cell", "validations", "matches", "first difference", "stored code"):
+            t.add_column(column)
+        for r in rows:
+            stored = r["stored_code"][-1] if r["stored_code"] else None
+            t.add_row(r["cell"], str(r["validations"]), "yes" if r["matches"] else "NO", r["difference"] or "-",
+                      code_label(stored))
+        out.print(t, highlight=False, markup=False)
+    failed = [r["cell"] for r in rows if not r["matches"]]
+    if failed:
+        raise RelreasonError(f"{len(failed)} of {len(rows)} cell(s) follow another trajectory under today's code: "
+                             f"{', '.join(failed)}", "see the first difference of each; results/verify holds them")
 
 
 def _print_list(rows: list[dict], machines: list[str], as_json: bool) -> None:

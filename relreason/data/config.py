@@ -21,6 +21,22 @@ class DataStream(str, enum.Enum):
     IBARZ = "ibarz"  # fresh samples every batch, sizes 4..16, random edge densities (Ibarz et al. 2022)
 
 
+class DataOrder(str, enum.Enum):
+    """Which training examples a step takes, and what sets them (a protocol setting: the papers' reference
+    code differs here, and the order is part of a seed's spread)."""
+
+    SEEDED = "seeded"  # drawn with replacement from the split (or the ibarz stream), from the run's seed
+    FIXED = "fixed"  # as `seeded`, from a stream the run's seed does not change: the seed sets only init and noise
+    SEQUENTIAL = "sequential"  # the split in order, repeated, batches running across its end (tfds repeat().batch())
+
+
+class ValidationDraw(str, enum.Enum):
+    """How each validation reads the validation set."""
+
+    FIXED = "fixed"  # every validation scores every sample once, with the same random positions
+    RESAMPLED = "resampled"  # each draws as many samples as the set holds, with replacement, and new positions
+
+
 @dataclass
 class ClrsDataConfig:
     """Data of the CLRS-30 graph algorithms (and of several of them at once)."""
@@ -33,6 +49,8 @@ class ClrsDataConfig:
     test_num: int | None = None  # test samples; null: the benchmark's 32 x per-algorithm multiplier
     stream: DataStream = DataStream.CANONICAL  # canonical split, or the Ibarz et al. fresh-sample stream
     stream_sizes: tuple[int, ...] = (4, 7, 11, 13, 16)  # ibarz stream: training sizes (run.py train_lengths)
+    order: DataOrder = DataOrder.SEEDED  # which examples a step takes; the paper recipes set their reference's
+    validation: ValidationDraw = ValidationDraw.FIXED  # resampled: clrs run.py's validation (a new draw each time)
     data_dir: str = "data"  # canonical splits are generated once and cached here
     graph: str | None = None  # graph family of the graph_splits, e.g. ws:k=4,p=0.1 (relreason.data.families); null: the benchmark's
     graph_splits: tuple[str, ...] = ("test",)  # splits drawn from `graph`: the OOD test, as SALSA-CLRS (which trains and validates on ER)
@@ -47,6 +65,9 @@ class ClrsDataConfig:
                for k in ("train_size", "val_size", "test_size") if getattr(self, k) < 2]
         out += [f"data.{k} must be positive, got {getattr(self, k)}"
                 for k in ("train_num", "val_num", "test_num") if getattr(self, k) is not None and getattr(self, k) <= 0]
+        if self.order is DataOrder.SEQUENTIAL and self.stream is DataStream.IBARZ:
+            out.append("data.order sequential walks the fixed train split, and the ibarz stream has none: "
+                       "use data.order seeded or fixed with it")
         if not self.stream_sizes or any(s < 2 for s in self.stream_sizes):
             out.append(f"data.stream_sizes must be a non-empty list of sizes >= 2, got {list(self.stream_sizes)}")
         return out + self._graph_problems()

@@ -71,7 +71,7 @@ def result_identity(plain: dict) -> dict:
     return run_identity(plain)
 
 
-def _differences(a: dict, b: dict) -> list[str]:
+def config_differences(a: dict, b: dict) -> list[str]:
     """The "section.key" names whose values differ between two config dicts (sections one level deep)."""
     out = []
     for section in sorted(set(a) | set(b)):
@@ -124,7 +124,7 @@ def plan_cells(study: Study, tasks: list[str], seeds: int, recipe: str | None = 
                 if cfg.recipe != protocol.recipe:
                     why.append(f"recipe {cfg.recipe}, not the protocol's {protocol.recipe}")
                 elif got != want:
-                    keys = _differences(got, want)
+                    keys = config_differences(got, want)
                     why.append(f"{', '.join(keys[:4])}{', ...' if len(keys) > 4 else ''} "
                                f"differ{'s' * (len(keys) == 1)} from the protocol ({protocol.recipe})")
                 if task in study.not_comparable:

@@ -122,7 +122,7 @@ def _average_row(tasks: list[str], v: str, seen: dict, figures: dict, average: P
            "diff": "-", "95% CI of diff": "-", "verdict": "-"}
     out = "; ".join(f"left out ({why}): {', '.join(ts)}" for why, ts in left.items())
     if not used:
-        return {**row, "seeds": "no task with 2 or more comparable seeds" + (f"; {out}" if out else "")}
+        return {**row, "seeds": "no task that compares" + (f"; {out}" if out else "")}
     ours = [seen[t, v][0] for t in used]
     row.update({"ours": f"{sum(o.mean for o in ours) / len(ours):.2f}",
                 "seeds": f"{len(used)} task{'s' * (len(used) > 1)}: {', '.join(used)}" + (f"; {out}" if out else "")})

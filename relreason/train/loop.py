@@ -49,7 +49,7 @@ from relreason.errors import RelreasonError
 from relreason.models.precision import autocast
 from relreason.rundir import (ResumeRow, RunDir, RunRecord, RunResults, TestRow, TestScores, ValidationRow,
                               parse_row, read_run_record, row_json)
-from relreason.runtime import RunLock, bars_enabled, hardware, keep_freed_memory, progress
+from relreason.runtime import RunLock, bars_enabled, code_record, hardware, keep_freed_memory, progress
 from relreason.schedules import learning_rate
 from relreason.tracking import TRACKERS, NullTracker, scalar_tags
 from relreason.train import checkpoint as ckpt
@@ -319,10 +319,13 @@ class _Session:
         here = hardware(str(self.dd.device)) + (f", {self.dd.world} processes" if self.dd.world > 1 else "")
         if here not in self.state.setdefault("hardware", []):  # every machine a session of the run trained on
             self.state["hardware"].append(here)
+        code = code_record()
+        if code not in self.state.setdefault("code", []):  # every code a session of the run trained with
+            self.state["code"].append(code)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         _write_json(self.files.config, RunRecord(relreason=__version__, config=cfg.to_dict(), sources=cfg.sources,
                                                  deviation=cfg.deviation, command=self.command,
-                                                 plugins=ckpt.plugin_record(cfg)).to_json())
+                                                 plugins=ckpt.plugin_record(cfg), code=code).to_json())
 
     def checkpoint(self, which: Path, with_optimizer: bool) -> None:
         if not self.dd.main:
@@ -340,21 +343,21 @@ class _Session:
 
     # -- phase 2: training ---------------------------------------------------------------------
 
-    def evaluate(self, split: str, desc: str) -> dict:
+    def evaluate(self, split: str, desc: str, draw: int | None = None) -> dict:
         """The workload's scores on `split`; with several processes each scores its share and all get
-        the merged scores (equal to one process's)."""
+        the merged scores (equal to one process's). `draw`: the validation's own draw (Workload.evaluate)."""
         dd = self.dd
         with progress(self.wl.eval_total(split), desc, unit="ex", disable=not self.show_progress) as bar:
             if dd.world == 1:
-                return self.wl.evaluate(split, on_examples=bar.update)
+                return self.wl.evaluate(split, on_examples=bar.update, draw=draw)
             from relreason.train.workloads import Shard
 
             return self.wl.evaluate(split, on_examples=lambda k: bar.update(k * dd.world),  # rank 0's share
-                                    shard=Shard(dd.rank, dd.world, dd.gather))
+                                    shard=Shard(dd.rank, dd.world, dd.gather), draw=draw)
 
     def validate(self) -> float:
         st = self.state
-        res = self.evaluate("val", "validation")
+        res = self.evaluate("val", "validation", draw=st["examples"])
         per_task = {k: {"score": v["score"], "outputs": v["outputs"]} for k, v in res["per_task"].items()} \
             if res.get("per_task") else None
         rec = ValidationRow(step=st["step"], examples=st["examples"], loss=st["last_loss"], score=res["score"],
@@ -473,7 +476,7 @@ class _Session:
                              train_seconds=round(st["seconds"], 1), best_val=st["best_val"],
                              best_examples=st["best_examples"], test_size=res["size"], test_label=res["label"],
                              test=test, per_task=res.get("per_task") or {}, config=cfg.to_dict(),
-                             plugins=ckpt.plugin_record(cfg))
+                             plugins=ckpt.plugin_record(cfg), code=st.get("code") or [code_record()])
         _write_json(self.files.results, summary.to_json())
 
 

@@ -38,9 +38,10 @@ import torch
 from torch import nn
 
 from relreason.config import Config, DataStream
+from relreason.data.config import DataOrder, ValidationDraw
 from relreason.errors import RelreasonError
 from relreason.registry import Registry
-from relreason.seeds import Purpose, derive_seed
+from relreason.seeds import FIXED_ORDER_KEY, Purpose, derive_seed
 from relreason.tasks import METRIC_LABELS, task_entries
 
 
@@ -66,9 +67,10 @@ class Workload(abc.ABC):
         Distributed workloads normalize it by the global batch's counts (module docstring)."""
 
     @abc.abstractmethod
-    def evaluate(self, split: str, on_examples: Callable[[int], None] | None = None) -> dict:
+    def evaluate(self, split: str, on_examples: Callable[[int], None] | None = None, *, draw: int | None = None) -> dict:
         """Scores the current model on `split` (val | test): {"score", "outputs", "hints", "per_task",
-        "size", "num", "label"}. `on_examples(k)` is called as batches finish (progress).
+        "size", "num", "label"}. `on_examples(k)` is called as batches finish (progress). `draw`: which
+        validation of a run this is (the examples trained), for validations that draw anew each time.
         Distributed workloads also take `shard=Shard(...)` (module docstring)."""
 
     def eval_total(self, split: str) -> int:
@@ -101,18 +103,41 @@ def build_workload(cfg: Config, device: torch.device) -> Workload:
 
 # -- NAR models on graph tasks -------------------------------------------------------------------
 
-def step_indices(seed: int, step: int, n: int, batch_size: int, task_index: int = 0) -> np.ndarray:
-    """The training examples of `step` (of task `task_index` in multi-task runs): drawn with replacement
-    from the train split, as the reference's sampler does, from a stream seeded by (seed, step), so a
-    resumed run sees exactly the batches an uninterrupted one would."""
-    rng = np.random.default_rng(derive_seed(seed, Purpose.BATCH, step, task_index))
+def step_indices(seed: int, step: int, n: int, batch_size: int, task_index: int = 0,
+                 order: DataOrder = DataOrder.SEEDED) -> np.ndarray:
+    """The training examples of `step` (of task `task_index` in multi-task runs), by `data.order`:
+    seeded: drawn with replacement from the train split, as the reference's sampler does, from a stream
+    seeded by (seed, step); fixed: the same draw from a stream the run's seed does not change (FIXED_ORDER_KEY),
+    so every seed of a protocol sees the same examples; sequential: the split in order, repeated, a batch
+    running across its end into the next pass (the CLRS-30 release's tfds `repeat().batch()`, no shuffle).
+    Each is a function of the step alone, so a resumed run sees exactly the batches an uninterrupted one would."""
+    if order is DataOrder.SEQUENTIAL:
+        return (step * batch_size + np.arange(batch_size)) % n
+    key = (FIXED_ORDER_KEY, Purpose.FIXED_ORDER) if order is DataOrder.FIXED else (seed, Purpose.BATCH)
+    rng = np.random.default_rng(derive_seed(*key, step, task_index))
     return rng.integers(0, n, size=batch_size)
 
 
-def validation_generator(seed: int, task_index: int = 0) -> torch.Generator:
-    """Random positions of validation: the same draw at every validation, so checkpoints are compared
-    on identical inputs (and a resumed run validates as the original)."""
-    return torch.Generator().manual_seed(derive_seed(seed, Purpose.VALIDATION, task_index))
+def stream_seed(seed: int, task_index: int, order: DataOrder) -> int:
+    """The seed of a task's Ibarz training stream: the run's, or under data.order fixed one it does not change."""
+    if order is DataOrder.FIXED:
+        return derive_seed(FIXED_ORDER_KEY, Purpose.FIXED_ORDER, task_index, 1)
+    return derive_seed(seed, Purpose.STREAM, task_index)
+
+
+def validation_generator(seed: int, task_index: int = 0, draw: int | None = None) -> torch.Generator:
+    """Random positions of validation: the same draw at every validation (draw None), so checkpoints are
+    compared on identical inputs; under data.validation resampled a new one per validation (`draw`: the
+    examples trained when it runs, so a resumed run validates as the original)."""
+    keys = (task_index,) if draw is None else (task_index, 2, draw)
+    return torch.Generator().manual_seed(derive_seed(seed, Purpose.VALIDATION, *keys))
+
+
+def validation_resample(seed: int, task_index: int, draw: int, n: int) -> np.ndarray:
+    """The samples one validation of data.validation resampled scores: as many as the set holds, drawn with
+    replacement (clrs run.py: the validation sampler's `next`, samplers.py `rng.choice(..., replace=True)`,
+    read until the set's count, HEAD run.py L253-272)."""
+    return np.random.default_rng(derive_seed(seed, Purpose.VALIDATION, task_index, 3, draw)).integers(0, n, size=n)
 
 
 def step_noise(seed: int, step: int, task_index: int, rows: np.ndarray | None, batch_size: int):
@@ -122,6 +147,11 @@ def step_noise(seed: int, step: int, task_index: int, rows: np.ndarray | None, b
 
     base = derive_seed(seed, Purpose.NOISE, step, task_index)
     return Noise.whole(base, batch_size) if rows is None else Noise(base, torch.as_tensor(rows), batch_size)
+
+
+def data_order(cfg: Config) -> DataOrder:
+    """The run's data.order (data sections without the key, lobsters', take the seeded order)."""
+    return getattr(cfg.data, "order", DataOrder.SEEDED)
 
 
 class NarPart(NamedTuple):
@@ -176,7 +206,7 @@ class NarWorkload(Workload):
                 ds = streamed[i]  # already this rank's rows
             else:
                 train = self._train[task.name]
-                ds = train.take(step_indices(t.seed, step, len(train), t.batch_size, i))
+                ds = train.take(step_indices(t.seed, step, len(train), t.batch_size, i, data_order(self.cfg)))
                 if rows is not None:
                     ds = ds.take(rows)
             noise = step_noise(t.seed, step, i, rows, t.batch_size)
@@ -227,18 +257,23 @@ class NarWorkload(Workload):
 
     def evaluate(self, split: str, on_examples=None, *, size: int | None = None, num: int | None = None,
                  seed: int | None = None, batch_size: int | None = None, sizes: list[int] | None = None,
-                 shard: Shard | None = None, graph: str | None = None) -> dict:
+                 shard: Shard | None = None, graph: str | None = None, draw: int | None = None) -> dict:
         from relreason.eval.evaluate import score_dataset
 
         if sizes is not None:
             raise RelreasonError("--sizes applies to text tasks", "for graph tasks test at another size with --ood N")
 
         per_task = {}
+        resample = split == "val" and draw is not None and \
+            getattr(self.cfg.data, "validation", ValidationDraw.FIXED) is ValidationDraw.RESAMPLED
         for i, task in enumerate(self.tasks):
             ds = self.dataset(i, split, size, num, seed, graph)
+            if resample:
+                ds = ds.take(validation_resample(self.cfg.train.seed, i, draw, len(ds)))
             net = self.built.net(task.name)
             # validation randomizes `pos` as training does (the reference validates so); tests use the true positions
-            gen = validation_generator(self.cfg.train.seed, i) if split == "val" and self.cfg.model.random_pos else None
+            gen = validation_generator(self.cfg.train.seed, i, draw if resample else None) \
+                if split == "val" and self.cfg.model.random_pos else None
             spec = self.built.specs[task.name]
             size_of_batch = _pick_batch(batch_size, self.cfg.train.eval_batch_size, net, ds)
             if shard is not None:  # every rank must cut the split into the same batches
@@ -343,7 +378,7 @@ class IbarzData:
         from relreason.data.stream import TrainingStream
 
         t = cfg.train
-        self.streams = [TrainingStream(name, derive_seed(t.seed, Purpose.STREAM, i), t.batch_size,
+        self.streams = [TrainingStream(name, stream_seed(t.seed, i, data_order(cfg)), t.batch_size,
                                        tuple(cfg.data.stream_sizes)) for i, name in enumerate(tasks)]
         self.index = {name: i for i, name in enumerate(tasks)}
         self.stop_step = -(-t.train_examples // t.batch_size)

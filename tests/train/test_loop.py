@@ -45,6 +45,28 @@ def test_run_writes_checkpoints_metrics_and_results(tmp_path):
     assert json.loads((d / "results.json").read_text())["test_size"] == 7
 
 
+def test_a_run_records_the_code_that_ran_it(tmp_path, monkeypatch):
+    import relreason.runtime as runtime
+
+    run(tiny_config(tmp_path, extra=["train.train_examples=16"]), out=tmp_path / "runs", name="r", show_progress=False)
+    d = tmp_path / "runs" / "r"
+    code = json.loads((d / "config.json").read_text())["code"]
+    assert code["source"] == runtime.source_digest() and len(code["source"]) == 16
+    assert json.loads((d / "results.json").read_text())["code"] == [code]
+    inside_git = subprocess.run(["git", "-C", str(Path(runtime.__file__).parent), "rev-parse", "HEAD"],
+                                capture_output=True, text=True)
+    if inside_git.returncode == 0:  # a checkout (CI's is): its commit, and whether the code differs from it
+        assert code["commit"] == inside_git.stdout.strip() and isinstance(code["dirty"], bool)
+    # a session under other code is recorded beside the first, as every machine a session ran on
+    monkeypatch.setattr(runtime, "source_digest", lambda: "0" * 16)
+    from relreason.train.loop import resume_config
+
+    run(resume_config(d, ["train.train_examples=32"]), out=tmp_path / "runs", name="r", resume=True,
+        show_progress=False)
+    sources = [c["source"] for c in json.loads((d / "results.json").read_text())["code"]]
+    assert sources == [code["source"], "0" * 16]
+
+
 def test_interrupted_and_resumed_equals_uninterrupted(tmp_path):
     full = tiny_config(tmp_path)
     run(full, out=tmp_path / "a", name="r", show_progress=False)

@@ -116,3 +116,86 @@ def test_ibarz_stream_batches_are_fresh_deterministic_and_cycle_sizes(tmp_path):
         assert val.n == 5 and len(val) == 8 and "ibarz" in val.meta["split"]
     finally:
         wl.close()
+
+
+# -- data.order and data.validation (the reference's data order and validation) ----------------------------
+
+def test_data_orders_follow_their_reference():
+    from relreason.data.config import DataOrder
+
+    # sequential: tfds repeat().batch() over a split of 10 in batches of 4: 0-3, 4-7, 8 9 0 1 (across the end)
+    seq = [step_indices(s, k, 10, 4, order=DataOrder.SEQUENTIAL).tolist() for s in (0, 5) for k in range(3)]
+    assert seq[:3] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 0, 1]] and seq[3:] == seq[:3]  # the seed changes nothing
+    # fixed: drawn with replacement, the same for every seed, yet not the order of any one seed
+    fixed = [step_indices(s, 3, 1000, 32, order=DataOrder.FIXED) for s in (0, 1, 7)]
+    assert all(np.array_equal(fixed[0], f) for f in fixed)
+    assert not any(np.array_equal(fixed[0], step_indices(s, 3, 1000, 32)) for s in range(4))
+    # seeded: the run's seed sets it (what every recipe did before the key existed)
+    assert not np.array_equal(step_indices(0, 3, 1000, 32), step_indices(1, 3, 1000, 32))
+    assert np.array_equal(step_indices(2, 3, 1000, 32), step_indices(2, 3, 1000, 32, order=DataOrder.SEEDED))
+
+
+@pytest.mark.parametrize("order,same_across_seeds", [("seeded", False), ("fixed", True), ("sequential", True)])
+def test_a_workload_takes_its_batches_in_the_configured_order(tmp_path, order, same_across_seeds):
+    def first_batches(seed):
+        wl = NarWorkload(tiny(tmp_path, extra=[f"data.order={order}", f"train.seed={seed}"]), torch.device("cpu"))
+        return [wl.step_batches(step)[0].batch.inputs for step in range(3)]
+
+    a, b = first_batches(0), first_batches(1)
+    same = all(torch.equal(x[k], y[k]) for x, y in zip(a, b) for k in x if k != "pos")
+    assert same == same_across_seeds
+
+
+def test_fixed_order_makes_the_ibarz_stream_independent_of_the_seed_and_sequential_is_refused(tmp_path):
+    from relreason.errors import RelreasonError
+
+    def batch(seed, order):
+        wl = NarWorkload(tiny(tmp_path, extra=["data.stream=ibarz", f"data.order={order}", f"train.seed={seed}",
+                                               "train.train_examples=40"]), torch.device("cpu"))
+        try:
+            return wl.step_batches(1)[0].batch.inputs["A"]
+        finally:
+            wl.close()
+
+    assert torch.equal(batch(0, "fixed"), batch(3, "fixed"))
+    assert not torch.equal(batch(0, "seeded"), batch(3, "seeded"))
+    with pytest.raises(RelreasonError, match="data.order sequential .* ibarz"):
+        tiny(tmp_path, extra=["data.stream=ibarz", "data.order=sequential"])
+
+
+def test_resampled_validation_draws_anew_each_time_and_fixed_scores_the_same_set(tmp_path):
+    from relreason.train.workloads import validation_resample
+
+    draws = [validation_resample(0, 0, k, 64) for k in (0, 320, 320)]
+    assert len(draws[0]) == 64 and len(set(draws[0].tolist())) < 64  # with replacement: some repeat
+    assert not np.array_equal(draws[0], draws[1]) and np.array_equal(draws[1], draws[2])  # a resume redraws the same
+
+    def scored(validation, monkeypatch):
+        """What each of three validations (draws 0, 16, 0) scores: the graphs' weights and the positions drawn."""
+        import relreason.eval.evaluate as evaluate
+
+        seen, real = [], evaluate.score_dataset
+        monkeypatch.setattr(evaluate, "score_dataset", lambda net, ds, spec, cfg, dev, bs, on, scorer, gen, shard:
+                            seen.append((torch.as_tensor(ds.inputs["A"]), torch.rand(8, generator=gen)))
+                            or real(net, ds, spec, cfg, dev, bs, on, scorer, gen, shard))
+        cfg = tiny(tmp_path, "triplet_gmpnn", extra=["data.stream=ibarz", f"data.validation={validation}",
+                                                      "data.val_num=16", "train.train_examples=40"])
+        wl = NarWorkload(cfg, torch.device("cpu"))
+        try:
+            for k in (0, 16, 0):
+                wl.evaluate("val", draw=k)
+        finally:
+            wl.close()
+        return seen
+
+    def same(a, b):
+        return torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+    with pytest.MonkeyPatch.context() as mp:
+        fixed = scored("fixed", mp)
+    with pytest.MonkeyPatch.context() as mp:
+        resampled = scored("resampled", mp)
+    assert same(fixed[0], fixed[1]) and same(fixed[0], fixed[2])  # one set, one draw of positions, every time
+    assert same(resampled[0], resampled[2]) and not torch.equal(resampled[0][0], resampled[1][0]) \
+        and not torch.equal(resampled[0][1], resampled[1][1])  # its own samples and positions; a resume redraws them
+    assert resampled[0][0].shape == fixed[0][0].shape  # as many samples as the set holds

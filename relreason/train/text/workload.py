@@ -121,8 +121,9 @@ class TextWorkload(Workload):
     def evaluate(self, split: str, on_examples: Callable[[int], None] | None = None, *, size: int | None = None,
                  num: int | None = None, seed: int | None = None, batch_size: int | None = None,
                  sizes: list[int] | None = None,
-                 on_answers: Callable[[list[AnsweredExample]], None] | None = None) -> dict:
-        """Scores `split`; `on_answers(examples)` receives each decoded batch's answers (`eval --dump`)."""
+                 on_answers: Callable[[list[AnsweredExample]], None] | None = None, draw: int | None = None) -> dict:
+        """Scores `split`; `on_answers(examples)` receives each decoded batch's answers (`eval --dump`).
+        Text validation reads its fixed pool every time, so `draw` changes nothing."""
         if size is not None:
             raise RelreasonError("--ood sets the node count of a graph test; text tasks test at sizes",
                                  "use --sizes, e.g. --sizes 10,12,14")
