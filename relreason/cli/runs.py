@@ -95,7 +95,7 @@ def compare_cmd(
     against: Annotated[Optional[str], typer.Option(
         "--against", help="With --group-by task: after each other column, its difference from this one "
                           "(Welch's 95% interval and a verdict, as `reproduce` judges a paper's figure).",
-        show_default=False)] = None,
+        show_default="none: no differences")] = None,
     margin: MarginOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
