@@ -9,8 +9,9 @@ one cell on each task given, with scripts/bench_quick.py's method: a few real op
 evaluation batches of the cell's own config on its own data, extrapolated to the full budget (training
 examples x hint steps, every validation, the final test, start-up and checkpoints), one torch thread,
 CPU time (the wall clock the cell takes alone on one core of this machine). It writes
-results/costs.json ({table: {"hardware", "command", "cells": {"model on task": {"seconds", ...}}}}),
-which `relreason reproduce --list` shows; a measured cell keeps its figure until measured again.
+relreason/studies/costs.json ({table: {"hardware", "command", "cells": {"model on task": {"seconds", ...}}}}),
+package data that ships with relreason, so `relreason reproduce --list` shows it from any directory; a
+measured cell keeps its figure until measured again.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_quick  # noqa: E402  (a sibling script: its measuring and extrapolation)
 
 from relreason.runtime import hardware, keep_freed_memory  # noqa: E402
+from relreason.studies.sweep import costs_file  # noqa: E402
 from relreason.studies.tables import TABLES  # noqa: E402
 
 
@@ -38,7 +40,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--data-dir", default="data", help="where splits are cached (shared with `train`)")
     p.add_argument("--train-steps", type=int, default=3, help="timed training steps (after one warm-up)")
     p.add_argument("--eval-steps", type=int, default=2, help="hint steps of the timed evaluation batches")
-    p.add_argument("--out", default="results/costs.json", help="the costs file to update")
+    p.add_argument("--out", default=str(costs_file()), help="the costs file to update (default: the one relreason "
+                                                           "ships, relreason/studies/costs.json)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     keep_freed_memory()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from typer.testing import CliRunner
 from relreason.cli.main import app
 from relreason.config import to_plain
 from relreason.errors import RelreasonError
+from relreason.eval.stats import t975
 from relreason.studies.ablations import ABLATIONS
 from relreason.studies.cells import plan_cells
 from relreason.studies.report import size_breakdown, study_table
@@ -106,9 +108,9 @@ def test_cli_twice_reads_every_cell_back_and_never_mixes_budgets(tmp_path):
     assert len(list((tmp_path / "abl" / "et-untied").glob("*/bellman_ford/seed*/run.stale-*"))) == 4
 
 
-def test_table_shows_ours_beside_the_papers_figures_with_sample_std_and_the_interval_verdict():
+def test_table_shows_ours_beside_the_papers_figures_with_welchs_interval_and_the_verdict():
     """Ours as mean ± sample std (ddof 1) with "k of n" seeds, the published figure with its seeds, the
-    difference, and whether the published mean lies in our t interval; averages beside the paper's."""
+    difference with Welch's 95% interval and the verdict; the average row over the tasks that compare."""
     cells = [{"task": t, "variant": v, "score": s, "comparable": True} for t, v, s in
              [("bellman_ford", "rt", 0.90), ("bellman_ford", "rt", 0.96), ("bellman_ford", "rt without edge updates",
                                                                            0.50),
@@ -116,31 +118,60 @@ def test_table_shows_ours_beside_the_papers_figures_with_sample_std_and_the_inte
               ("b", "rt without edge updates", 0.3), ("b", "rt without edge updates", 0.3)]]
     result = {"variants": ["rt", "rt without edge updates"], "tasks": ["bellman_ford", "b"], "lower_is_better": False,
               "seeds": 2, "cells": cells,
-              "figures": [{"variant": "rt", "task": "bellman_ford", "mean": 94.24, "std": 1.5, "seeds": 20},
-                          {"variant": "rt without edge updates", "task": "bellman_ford", "mean": 91.03, "std": 2.3,
-                           "seeds": 20}],
-              "averages": [{"variant": "rt", "mean": 81.30, "std": None, "seeds": 20}]}
+              "figures": [{"variant": "rt", "task": "bellman_ford", "mean": 94.24, "pm": 1.5, "seeds": 20,
+                           "spread": "std"},
+                          {"variant": "rt without edge updates", "task": "bellman_ford", "mean": 91.03, "pm": 2.3,
+                           "seeds": 20, "spread": "std"}],
+              "averages": [{"variant": "rt", "mean": 81.30, "pm": None, "seeds": 20}]}
     rows, columns = study_table(result)
-    assert columns == ["task", "model", "ours", "seeds", "paper", "diff", "paper in our 95% CI"]
-    rt = rows[0]  # 93.00 ± 4.24 (ddof 1: sqrt(18)); t(0.975, 1) = 12.706 -> 93 ± 38.1 holds 94.24
+    assert columns == ["task", "model", "ours", "seeds", "paper", "diff", "95% CI of diff", "verdict"]
+    # rt: 93.00 ± 4.24 (ddof 1: sqrt(18)) over 2, paper 94.24 ± 1.5 over 20: v = 18 / 2 + 2.25 / 20 = 9.1125,
+    # df = 9.1125^2 / (9^2 / 1 + 0.1125^2 / 19) = 1.025; the interval spans 0 and far beyond ±1
+    rt = rows[0]
+    half = t975(9.1125 ** 2 / (81 + 0.1125 ** 2 / 19)) * math.sqrt(9.1125)
     assert rt == {"task": "bellman_ford", "model": "rt", "ours": "93.00 ± 4.24", "seeds": "2 of 20",
-                  "paper": "94.24 ± 1.50 (20 seeds)", "diff": "-1.24", "paper in our 95% CI": "yes"}
-    assert rows[1]["ours"] == "51.00 ± 1.41" and rows[1]["paper in our 95% CI"] == "no"  # 51 ± 12.7 misses 91.03
-    assert rows[2]["paper"] == "-" and rows[2]["diff"] == "-"
-    assert rows[4] == {"task": "average", "model": "rt", "ours": "81.50", "seeds": "2 of 2 tasks",
-                       "paper": "81.30 (20 seeds)", "diff": "+0.20", "paper in our 95% CI": ""}
+                  "paper": "94.24 ± 1.50 (20 seeds)", "diff": "-1.24",
+                  "95% CI of diff": f"[{-1.24 - half:+.2f}, {-1.24 + half:+.2f}], df 1.0", "verdict": "inconclusive"}
+    # 51.00 ± 1.41 against 91.03 ± 2.3: v = 1 + 0.2645, the interval lies far below 0
+    assert rows[1]["ours"] == "51.00 ± 1.41" and rows[1]["verdict"] == "lower"
+    assert rows[2]["paper"] == "-" and rows[2]["diff"] == rows[2]["verdict"] == "-"
+    # the average compares only tasks with a published figure: b has none, so it is named as left out
+    assert rows[4] == {**rt, "task": "average", "ours": "93.00", "paper": "94.24 (its figures for the same tasks)",
+                       "seeds": "1 task: bellman_ford; left out (no published figure): b"}
     line = ABLATIONS.get("no-edge-updates").paper_line()
     assert "Table 17" in line and "81.30" in line and "53.99" in line
+
+
+def test_an_average_the_paper_printed_alone_is_compared_only_over_every_task_from_our_side():
+    """Table 9 style: no per-task figures, a published average without spread; ours over both tasks (each
+    ± 2 over 5 seeds, v 0.8): the mean's variance (0.8 + 0.8) / 4 = 0.4, df (0.4^2) / (2 x 0.2^2 / 4) = 8."""
+    a, b = 0.95 - 0.02 * math.sqrt(2), 0.95 + 0.02 * math.sqrt(2)  # with 0.95 x 3: mean 95, sample std 2
+    cells = [{"task": t, "variant": "mpnn", "score": s + shift} for t, shift in (("x", 0.0), ("y", -0.1))
+             for s in (a, b, 0.95, 0.95, 0.95)]
+    result = {"variants": ["mpnn"], "tasks": ["x", "y"], "lower_is_better": False, "seeds": 5, "cells": cells,
+              "averages": [{"variant": "mpnn", "mean": 89.0, "pm": None, "seeds": 20}]}
+    avg = study_table(result)[0][-1]
+    half = 2.306004 * math.sqrt(0.4)  # t(0.975, 8)
+    assert avg["ours"] == "90.00" and avg["paper"] == "89.00 (20 seeds)" and avg["diff"] == "+1.00"
+    assert avg["95% CI of diff"] == (f"[{1 - half:+.2f}, {1 + half:+.2f}], df 8.0; interval from ours only: "
+                                     "published spread not printed")
+    assert avg["verdict"] == "inconclusive" and avg["seeds"] == "2 tasks: x, y"
+    one = study_table({**result, "cells": cells[:-4]})[0][-1]  # y has one seed: no comparison with the paper's
+    assert one["paper"] == "-" and one["verdict"] == "-" and one["seeds"] == "1 task: x; left out (one seed): y"
 
 
 def test_a_cell_that_is_not_the_protocol_is_printed_but_never_compared():
     result = {"variants": ["rt"], "tasks": ["bellman_ford"], "lower_is_better": False, "seeds": 1,
               "cells": [{"task": "bellman_ford", "variant": "rt", "score": 0.5, "comparable": False,
+                         "why_not": "recipe quick, not the protocol's rt"},
+                        {"task": "bellman_ford", "variant": "rt", "score": 0.6, "comparable": False,
                          "why_not": "recipe quick, not the protocol's rt"}],
-              "figures": [{"variant": "rt", "task": "bellman_ford", "mean": 94.24, "std": 1.5, "seeds": 20}]}
+              "figures": [{"variant": "rt", "task": "bellman_ford", "mean": 94.24, "pm": 1.5, "seeds": 20,
+                           "spread": "std"}]}
     (row,) = study_table(result)[0]
-    assert row["ours"] == "50.00" and row["diff"] == "-" and row["paper"] == "94.24 ± 1.50 (20 seeds)"
-    assert row["paper in our 95% CI"] == "not comparable: recipe quick, not the protocol's rt"
+    assert row["ours"] == "55.00 ± 7.07" and row["paper"] == "94.24 ± 1.50 (20 seeds)"
+    assert row["diff"] == row["95% CI of diff"] == "-"  # two seeds, an interval possible: never computed
+    assert row["verdict"] == "not comparable: recipe quick, not the protocol's rt"
 
 
 def _cli_args(tmp_path, out="abl", *extra) -> list[str]:

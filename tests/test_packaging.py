@@ -37,3 +37,14 @@ def test_recipes_are_package_data_of_relreason_recipes():
     assert RECIPE_DIR.resolve() == (ROOT / "recipes").resolve()
     shipped = {p.stem for p in (ROOT / "recipes").glob("*.yaml")}
     assert shipped == set(recipe_names()) and {"default", "quick", "rt"} <= shipped
+
+
+def test_measured_costs_are_package_data_of_relreason_studies():
+    """`reproduce --list` reads the measured cell costs from the package (any working directory), so the
+    file scripts/bench_reproduce.py writes must ship in the wheel."""
+    from relreason.studies.sweep import costs_file
+
+    tool = _pyproject()["tool"]["setuptools"]
+    assert tool["package-data"]["relreason.studies"] == ["costs.json"]
+    assert costs_file().resolve() == (ROOT / "relreason" / "studies" / "costs.json").resolve()
+    assert costs_file().is_file() and not (ROOT / "results" / "costs.json").exists()

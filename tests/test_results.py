@@ -45,9 +45,19 @@ def test_results_md_shows_ours_beside_the_paper_with_hardware_time_and_progress(
     assert collect_results(tmp_path / "rep", tmp_path / "results") == []  # nothing changed: nothing rewritten
     assert write_report(tmp_path / "results", tmp_path / "RESULTS.md") == 1
     md = (tmp_path / "RESULTS.md").read_text()
-    # 97.50 ± 0.50 over 3 seeds; t(0.975, 2) = 4.303: 97.50 ± 1.24 holds the paper's 97.39
-    assert "| bellman_ford | triplet-gmpnn | 97.50 ± 0.50 | 3 of 10 | 97.39 ± 0.19 (10 seeds) | +0.11 | yes |" in md
-    assert "| bfs | triplet-gmpnn | 50.00 | 1 of 10 | 99.73 ± 0.04 (10 seeds) | - | not comparable: recipe quick" in md
+    # ours 97.50 ± 0.50 over 3 (variance of the mean 0.25 / 3 = 0.08333, df 2); the paper's ± 0.19 over 10 is
+    # undefined: as a std, v = 0.0361 / 10 = 0.00361 and Welch's df = 0.08694^2 / (0.08333^2 / 2 + 0.00361^2 / 9)
+    # = 2.176, half t(0.975, 2.176) x sqrt(0.08694) = 1.175; as a standard error (std 0.60, v 0.0361), df 3.94
+    # and half 0.965: the std reading is the wider, so it is kept. [-1.07, +1.29] is not inside ±1: inconclusive
+    assert ("| bellman_ford | triplet-gmpnn | 97.50 ± 0.50 | 3 of 10 | 97.39 ± 0.19 (± undefined, 10 seeds) | +0.11 "
+            "| [-1.07, +1.29], df 2.2; published ± undefined, read as a std (the wider interval) "
+            "| inconclusive |") in md
+    assert ("| bfs | triplet-gmpnn | 50.00 | 1 of 10 | 99.73 ± 0.04 (± undefined, 10 seeds) | - | - "
+            "| not comparable: recipe quick") in md
+    # the average: only bellman_ford compares (bfs is not the protocol), against the paper's figure for it
+    assert ("| average | triplet-gmpnn | 97.50 | 1 task: bellman_ford; left out (not comparable): bfs | 97.39 (its "
+            "figures for the same tasks) | +0.11 | [-1.07, +1.29]") in md
+    assert "Verdict margin: ±1 percentage point." in md and "*95% CI of diff*, Welch's 95% interval" in md
     assert ("| triplet-gmpnn | bellman_ford | 2 | 98.00 | 1.00 h | Test CPU (2 cores), 1 torch thread, cpu | "
             "`relreason reproduce ibarz2022 --models triplet_gmpnn --tasks bellman_ford --seeds 3` | "
             "`relreason reproduce ibarz2022 --tasks bellman_ford` |") in md
@@ -61,10 +71,27 @@ def test_results_command_writes_the_report(tmp_path):
     res = CliRunner().invoke(app, ["results", "--from", str(tmp_path / "rep"), "--results", str(tmp_path / "res"),
                                    "--md", str(tmp_path / "R.md")])
     assert res.exit_code == 0, res.output
-    assert "| bfs | triplet-gmpnn | 99.00 | 1 of 10 | 99.73 ± 0.04 (10 seeds) | -0.73 | one seed: no interval |" in \
-        (tmp_path / "R.md").read_text()
+    assert ("| bfs | triplet-gmpnn | 99.00 | 1 of 10 | 99.73 ± 0.04 (± undefined, 10 seeds) | -0.73 | - "
+            "| no verdict: one seed of ours, the difference is not meaningful |") in (tmp_path / "R.md").read_text()
     missing = CliRunner().invoke(app, ["results", "--from", str(tmp_path / "nothing")])
     assert missing.exit_code == 1 and "holds no cells" in missing.output
+    res = CliRunner().invoke(app, ["results", "--no-collect", "--results", str(tmp_path / "res"), "--md",
+                                   str(tmp_path / "R.md"), "--margin", "2.5"])
+    assert res.exit_code == 0 and "Verdict margin: ±2.5 percentage points." in (tmp_path / "R.md").read_text()
+
+
+@pytest.mark.parametrize("margin", ["-1", "0", "nan", "inf"])
+def test_a_bad_margin_is_a_one_line_error_before_anything_is_read(tmp_path, margin):
+    # tiny settings: were the margin checked only when the table is printed, the cell would train (quickly)
+    tiny = [x for s in ("train.train_examples=2", "train.eval_every_examples=2", "data.train_num=4", "data.val_num=2",
+                        "data.test_num=2", f"data.data_dir={tmp_path / 'data'}") for x in ("--set", s)]
+    out = tmp_path / "out"
+    for args in (["results", "--from", str(out)], ["reproduce", "ibarz2022", "--tasks", "bfs", "--out", str(out), *tiny],
+                 ["ablate", "no-edge-updates", "--tasks", "bfs", "--out", str(out), *tiny]):
+        res = CliRunner().invoke(app, [*args, "--margin", margin])
+        assert res.exit_code == 1, (args, res.output)
+        assert res.output.startswith(f"Error: --margin {float(margin)} must be a positive number"), res.output
+        assert "Traceback" not in res.output and not out.exists()  # nothing trained, nothing written
 
 
 def test_a_cell_of_another_tables_protocol_stays_in_that_table(tmp_path):

@@ -89,3 +89,18 @@ def test_a_cell_finished_with_other_threads_is_the_same_cell(tmp_path):
     stored["train"]["lr"] = 0.01
     (cell.run_dir / "results.json").write_text(results_json(stored))
     assert cell_state(cell) == "stale"
+
+
+@pytest.mark.parametrize("name", TABLES.names())
+def test_each_published_plus_minus_is_read_as_its_paper_defines_it(name):
+    """The RT paper's ± is the std over its 20 seeds (Tables 13-18, Appendix D); Ibarz et al. do not define
+    theirs (Table 2, quoting the CLRS-30 baselines too): undefined, read the way that is harder to agree with.
+    Every figure carries the paper's seed count, which the verdict's interval needs."""
+    from relreason.eval.stats import Spread
+
+    study = TABLES.get(name)
+    for (label, task), fig in study.figures.items():
+        want = Spread.STD if study.source.startswith("Diao & Loynd") else Spread.UNDEFINED
+        assert fig.spread is want and fig.seeds == {Spread.STD: 20}.get(want, fig.seeds) and fig.seeds, (label, task)
+    if name in ("clrs30", "ibarz2022"):
+        assert {f.seeds for f in study.figures.values()} == {3 if name == "clrs30" else 10}

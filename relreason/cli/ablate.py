@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich.markup import escape
 
-from relreason.cli.common import JsonOpt, err, out, report_errors
+from relreason.cli.common import JsonOpt, MarginOpt, err, out, report_errors
 from relreason.cli.train import RecipeOpt, SetOpt
 if TYPE_CHECKING:
     from relreason.studies.sweep import Sweep
@@ -43,10 +43,13 @@ def ablate_cmd(
     shard: ShardOpt = None,
     partial: Annotated[bool, typer.Option("--partial", help="While cells are missing, still write the tables "
                                           "(as results.partial.*).")] = False,
+    margin: MarginOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a named ablation: every variant x task x seed, resumable; prints per task ours (mean ±
-    sample std) beside the paper's figures. Each variant uses its model's paper recipe unless --recipe is given.
+    sample std) beside the paper's figures, the difference with Welch's 95% interval and a verdict
+    (agrees / lower / higher / inconclusive against --margin). Each variant uses its model's paper
+    recipe unless --recipe is given.
 
     Examples:\n
       relreason ablate no-edge-updates --recipe quick --tasks bellman_ford --seeds 2\n
@@ -59,7 +62,7 @@ def ablate_cmd(
     from relreason.studies.sweep import run_ablation
 
     sweep = run_ablation(name, tasks, seeds, recipe, out_dir, sets, partial=partial, rerun_stale=rerun_stale,
-                         log=lambda m: err.print(escape(m), highlight=False), jobs=jobs, shard=shard)
+                         log=lambda m: err.print(escape(m), highlight=False), jobs=jobs, shard=shard, margin=margin)
     if sweep.result["missing"]:
         err.print(escape(missing_note(sweep.result)), highlight=False)
     if sweep.stem is None:

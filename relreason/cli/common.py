@@ -118,3 +118,7 @@ SeedOpt = Annotated[Optional[int], typer.Option("--seed", help="Training seed (t
                                                 "order, every noise draw).", show_default="the config's")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing output.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object to stdout instead of tables.")]
+MarginOpt = Annotated[Optional[float], typer.Option(
+    "--margin", help="Equivalence margin of the verdicts, in the table's unit (percentage points for scores): "
+                     "agrees when Welch's 95% interval of the difference lies inside ± it.",
+    show_default="the table's own, else 1.0")]

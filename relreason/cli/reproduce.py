@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from relreason.cli.ablate import JobsOpt, RerunStaleOpt, ShardOpt, print_sweep
-from relreason.cli.common import JsonOpt, err, out, report_errors
+from relreason.cli.common import JsonOpt, MarginOpt, err, out, report_errors
 from relreason.cli.train import RecipeOpt, SetOpt
 from relreason.errors import RelreasonError
 
@@ -34,20 +34,21 @@ def reproduce_cmd(
     shard: ShardOpt = None,
     no_train: Annotated[bool, typer.Option("--no-train", help="Train nothing: print the table of the cells "
                                            "finished so far.")] = False,
-    costs: Annotated[Path, typer.Option("--costs", help="Measured cell costs (scripts/bench_reproduce.py).")] =
-    Path("results/costs.json"),
+    costs: Annotated[Optional[Path], typer.Option("--costs", help="Measured cell costs (scripts/bench_reproduce.py).",
+                                                  show_default="the costs shipped with relreason")] = None,
     verify: Annotated[bool, typer.Option("--verify", help="Re-train each cell's first validations with today's "
                                          "code and compare them with its committed curve (results/curves).")] = False,
     verify_validations: Annotated[int, typer.Option("--verify-validations", help="How many validations --verify "
                                                     "re-trains (the first is before any training).")] = 3,
     results_dir: Annotated[Path, typer.Option("--results", help="The committed result files --verify reads and "
                                               "writes (results/verify).")] = Path("results"),
+    margin: MarginOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Reproduce a published table: run its cells at the paper's protocol (resumable) and print ours
-    (mean ± sample std, seeds) beside the published figure, the difference and whether the published
-    mean lies in our 95% interval. Cells under another recipe or a protocol-changing --set are
-    printed but marked not comparable.
+    (mean ± sample std, seeds) beside the published figure, ours minus the paper with Welch's 95%
+    interval and a verdict: agrees (inside ± --margin), lower, higher or inconclusive. Cells under
+    another recipe or a protocol-changing --set are printed but marked not comparable.
 
     Examples:\n
       relreason reproduce --list\n
@@ -70,7 +71,7 @@ def reproduce_cmd(
         return
     sweep = run_table(table, tasks, seeds, recipe, out_dir, sets, models=models, train=not no_train,
                       rerun_stale=rerun_stale, log=lambda m: err.print(escape(m), highlight=False), jobs=jobs,
-                      shard=shard)
+                      shard=shard, margin=margin)
     print_sweep(sweep, as_json)
 
 
@@ -106,12 +107,14 @@ def _print_list(rows: list[dict], machines: list[str], as_json: bool) -> None:
     from rich.table import Table
 
     t = Table(title="published tables (relreason reproduce TABLE; cells per seed = columns x tasks; one cell: "
-                    "predicted from measured steps, CPU time of one thread, cheapest and dearest column)")
-    for column in ("table", "what", "cells per seed", "paper seeds", "one cell"):
+                    "predicted from measured steps, CPU time of one thread, cheapest and dearest column; whole "
+                    "table: every column's cells x its paper's seeds, one after another)")
+    for column in ("table", "what", "cells per seed", "paper seeds", "one cell", "whole table at paper seeds"):
         t.add_column(column, no_wrap=column == "table", justify="right" if column in ("cells per seed",
                                                                                        "paper seeds") else "left")
     for r in rows:
-        t.add_row(r["table"], r["what"], str(r["cells per seed"]), r["paper seeds"], r["one cell (measured)"])
+        t.add_row(r["table"], r["what"], str(r["cells per seed"]), r["paper seeds"], r["one cell (measured)"],
+                  r["at paper seeds (predicted)"])
     out.print(t, highlight=False, markup=False)
     for line in machines:
         err.print(f"costs measured on {line}", highlight=False, markup=False)
@@ -126,6 +129,7 @@ def results_cmd(
     markdown: Annotated[Path, typer.Option("--md", help="The generated report.")] = Path("RESULTS.md"),
     collect: Annotated[bool, typer.Option("--collect/--no-collect", help="Copy finished cells' results into "
                                           "--results first.")] = True,
+    margin: MarginOpt = None,
 ) -> None:
     """Collect the finished cells of `relreason reproduce` into result files and generate RESULTS.md
     from them: every table with results, ours beside the published figure, and per cell the command,
@@ -135,10 +139,13 @@ def results_cmd(
       relreason results\n
       relreason results --no-collect --md RESULTS.md
     """
+    from relreason.eval.stats import check_margin
     from relreason.results import collect_results, write_report
 
+    if margin is not None:
+        check_margin(margin)
     if collect:
         copied = collect_results(source, results)
         err.print(f"{len(copied)} result file(s) written under {results}", highlight=False)
-    n = write_report(results, markdown)
+    n = write_report(results, markdown, margin)
     err.print(f"{markdown}: {n} table(s) with results", highlight=False)

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from relreason.cli.common import JsonOpt, err, out, report_errors
+from relreason.cli.common import JsonOpt, MarginOpt, err, out, report_errors
 from relreason.errors import RelreasonError
 
 
@@ -92,22 +92,34 @@ def compare_cmd(
         "--group-by", help="Rows of the table: model, task or seed (default: one row per model and task).",
         show_default=False)] = None,
     fmt: Annotated[str, typer.Option("--format", help="table, md, csv, latex or json.")] = "table",
+    against: Annotated[Optional[str], typer.Option(
+        "--against", help="With --group-by task: after each other column, its difference from this one "
+                          "(Welch's 95% interval and a verdict, as `reproduce` judges a paper's figure).",
+        show_default="none: no differences")] = None,
+    margin: MarginOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Compare runs side by side; seeds of one (model, task, setting) become mean ± std.
 
     The std is the sample std (ddof=1), as `relreason ablate` and `reproduce` print. Each score column names
-    its metric and direction; runs scored with different metrics are never averaged together.
+    its metric and direction; runs scored with different metrics are never averaged together. With
+    --against, each other column is judged against that one as `reproduce` judges a published figure:
+    agrees (Welch's 95% interval of the difference inside ± --margin), lower, higher or inconclusive.
 
     Examples:\n
       relreason compare --runs runs\n
       relreason compare --runs ablations/no-edge-updates --group-by task --format md\n
-      relreason compare runs/rt-bfs-s0 runs/rt-bfs-s1 runs/mpnn-bfs-s0 --json
+      relreason compare runs/rt-bfs-s0 runs/rt-bfs-s1 runs/mpnn-bfs-s0 --json\n
+      relreason compare --runs ablations/no-edge-updates --group-by task --against rt --margin 2
     """
     from relreason.eval.runs import Format, comparison_table, compare, load_runs, parse_format, parse_group_by, \
         render_comparison
 
+    from relreason.eval.stats import check_margin
+
     grouping = parse_group_by(group_by)
+    if margin is not None:
+        check_margin(margin)
     form = parse_format(fmt)
     if as_json and form not in (Format.TABLE, Format.JSON):
         raise RelreasonError(f"--json and --format {fmt} ask for two formats", "give one of them")
@@ -117,7 +129,7 @@ def compare_cmd(
         raise RelreasonError("nothing to compare", "name run directories, or pass --runs DIR (e.g. --runs runs)")
     runs = as_configured_today(load_runs(run_dirs or [], runs_dir, task_metric))
     _warn_problems(runs)
-    cmp = compare(runs, grouping)
+    cmp = compare(runs, grouping, against, margin)
     for note in cmp.notes:
         err.print(f"note: {note}", highlight=False)
     if form is Format.TABLE:

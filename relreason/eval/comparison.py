@@ -2,9 +2,12 @@
 
     cmp = compare(runs, group_by="task")      # tasks as rows, models side by side
     cmp.title, cmp.columns, cmp.rows          # rows hold str or Cell (a Stat in a metric's unit)
+    compare(runs, "task", against="rt")       # and per other model: minus rt, Welch's interval, the verdict
 
 Every score column (or, when metrics differ between rows, a metric column) names its metric and
-direction; averages over tasks appear only when every task has the same metric. Rendering the table
+direction; averages over tasks appear only when every task has the same metric. With `against`, each
+other column's difference from that one is judged by the comparison every table uses
+(relreason.eval.stats.difference: Welch's 95% interval and the verdict against a margin). Rendering the table
 (rich, md, csv, latex, json) is relreason.eval.run_tables.
 """
 
@@ -18,7 +21,7 @@ from relreason.errors import RelreasonError
 from relreason.eval.grouping import Group, group_runs
 from relreason.eval.metric_kinds import Metric, format_score
 from relreason.eval.records import RunInfo, Status
-from relreason.eval.stats import STD_KIND, Summary as Stat
+from relreason.eval.stats import MARGIN, STD_KIND, Figure, Spread, Summary as Stat, check_margin, difference
 
 
 class GroupBy(str, enum.Enum):
@@ -70,10 +73,11 @@ class Comparison:
     rows: list
     groups: list
     notes: list = field(default_factory=list)
+    differences: list = field(default_factory=list)  # with `against`: {"task", "model", "against", ...}
 
     def to_dict(self) -> dict:
         return {"title": self.title, "std": STD_KIND, "groups": [g.to_dict() for g in self.groups],
-                "notes": self.notes}
+                "notes": self.notes, "differences": self.differences}
 
 
 def _uniform(groups: Iterable[Group]) -> Optional[Metric]:
@@ -85,14 +89,21 @@ def _uniform(groups: Iterable[Group]) -> Optional[Metric]:
     return ms[0] if len(ms) == 1 else None
 
 
-def compare(runs: list[RunInfo], group_by: Optional[GroupBy | str] = None) -> Comparison:
+def compare(runs: list[RunInfo], group_by: Optional[GroupBy | str] = None, against: Optional[str] = None,
+            margin: Optional[float] = None) -> Comparison:
     """Side-by-side table of runs, seeds of one (model, task, setting) aggregated as mean ± std.
 
     group_by None: one row per (model, task, setting) with seeds, examples, best validation and OOD
     test; "task" / "model": one row per task / model with the other side by side; "seed": one row
     per seed. Every score column (or, when metrics differ between rows, a metric column) names its
-    metric and direction. Averages over tasks appear only when every task has the same metric."""
+    metric and direction. Averages over tasks appear only when every task has the same metric.
+    `against` (with "task"): a column per other model, its difference from that one with Welch's 95%
+    interval and the verdict against `margin` (default 1 point for scores in %; none for other units)."""
     group_by = parse_group_by(group_by.value if isinstance(group_by, GroupBy) else group_by)
+    if margin is not None:
+        check_margin(margin)
+    if against is not None and group_by is not GroupBy.TASK:
+        raise RelreasonError("--against compares the columns of one task", "add --group-by task")
     groups, notes = group_runs(runs)
     if not groups:
         raise RelreasonError("none of these runs has a task and a score to compare",
@@ -104,7 +115,47 @@ def compare(runs: list[RunInfo], group_by: Optional[GroupBy | str] = None) -> Co
     note = f"mean ± std over {seeds}" + (", n per cell" if show_n else "") + " (sample std, ddof=1)"
     build = {None: _long, GroupBy.TASK: _by_task, GroupBy.MODEL: _by_model, GroupBy.SEED: _by_seed}[group_by]
     title, columns, rows = build(groups, show_n, note)
-    return Comparison(title, columns, rows, groups, notes)
+    cmp = Comparison(title, columns, rows, groups, notes)
+    if against is not None:
+        _add_differences(cmp, against, margin)
+    return cmp
+
+
+def _in_unit(stat: Stat, metric) -> Stat:
+    """The stat in the unit shown (percent for a score stored as a fraction): the margin's unit."""
+    return Stat(tuple(100.0 * v for v in stat.values)) if metric.percent else stat
+
+
+def _add_differences(cmp: Comparison, against: str, margin: Optional[float]) -> None:
+    """Adds to a by-task comparison, after each column but `against`, its difference from `against`."""
+    labels = [c for c in cmp.columns if c not in ("task", "metric")]
+    if against not in labels:
+        raise RelreasonError(f"--against {against!r} is not a column of this comparison",
+                             "use one of: " + ", ".join(labels))
+    by = {(g.task, g.label): g for g in cmp.groups}
+    for lab in labels:
+        if lab == against:
+            continue
+        col = f"{lab} − {against}"
+        cmp.columns.insert(cmp.columns.index(lab) + 1, col)
+        for row in cmp.rows:
+            if row["task"] == "average":
+                row[col] = ""
+                continue
+            g, ref = by.get((row["task"], lab)), by.get((row["task"], against))
+            if g is None or ref is None or not g.test.n or not ref.test.n:
+                row[col] = "-"
+                continue
+            m = margin if margin is not None else MARGIN if g.metric.percent else None
+            theirs = _in_unit(ref.test, ref.metric)
+            d = difference(_in_unit(g.test, g.metric), Figure(theirs.mean, theirs.std, theirs.n, Spread.STD), m,
+                           name="reference")
+            verdict = d.verdict.value if d.verdict else "no verdict" + ("" if d.interval is None else ": no margin")
+            row[col] = f"{d.diff:+.2f} " + (f"({d.note})" if d.interval is None else f"{d.interval_text()}: {verdict}")
+            cmp.differences.append({"task": row["task"], "model": lab, "against": against, "margin": m,
+                                    **d.to_dict()})
+    judged = f"±{margin:g}" if margin is not None else f"±{MARGIN:g} point (scores in %; no verdict in other units)"
+    cmp.title += f"; minus {against}: Welch's 95% interval, verdict against {judged}"
 
 
 def _long(groups: list[Group], show_n: bool, note: str):

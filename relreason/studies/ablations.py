@@ -14,6 +14,7 @@ never mixed in: `ablate` refuses with a hint, and `--rerun-stale` moves it aside
 
 from __future__ import annotations
 
+from relreason.eval.stats import Spread
 from relreason.registry import Registry
 from relreason.studies.figures import CORE8_MEAN, RT_ABLATION_TABLES, RT_FIGURES, RT_PAPER, RT_SEEDS, RT_V1_DATA
 from relreason.studies.variants import Published, Study, Variant
@@ -33,10 +34,11 @@ _RT = Variant("rt", "rt")
 
 def _rt_ablation(name: str, description: str, variant: Variant, table: int, tasks: str = "core8",
                  paper_scope: str = CORE8_MEAN) -> None:
-    """One of the RT paper's Tables 13-17: the RT beside `variant`, with both columns' published figures."""
+    """One of the RT paper's Tables 13-17: the RT beside `variant`, with both columns' published figures (mean ±
+    std over 20 seeds, as the tables' captions and its Appendix D say)."""
     column, (rt_average, average) = RT_ABLATION_TABLES[table]
-    figures = {(_RT.label, t): Published(*RT_FIGURES[t], RT_SEEDS) for t in column}
-    figures.update({(variant.label, t): Published(m, s, RT_SEEDS) for t, (m, s) in column.items()})
+    figures = {(_RT.label, t): Published(*RT_FIGURES[t], RT_SEEDS, Spread.STD) for t in column}
+    figures.update({(variant.label, t): Published(m, s, RT_SEEDS, Spread.STD) for t, (m, s) in column.items()})
     register_ablation(name, description, _RT, variant, tasks=tasks, source=f"{RT_PAPER}, Table {table}",
                       figures=figures, paper_scope=paper_scope, not_comparable=RT_V1_DATA,
                       averages={_RT.label: Published(rt_average, None, RT_SEEDS),

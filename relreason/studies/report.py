@@ -1,8 +1,9 @@
 """A study's result as tables: the one table printer of `ablate` and `reproduce`, and the files they write.
 
 `study_table` gives, per task and column, ours as mean ± sample std (ddof 1) with its seed count, the
-published figure with its own, the difference, and whether the published mean lies inside our 95%
-interval; `size_breakdown` the shape / parse / CLRS scores per algorithm and size of text cells.
+published figure with its own, ours minus the paper with Welch's 95% interval and the verdict against
+the table's equivalence margin (relreason.eval.stats.difference, the one comparison of every table);
+`size_breakdown` the shape / parse / CLRS scores per algorithm and size of text cells.
 `write_tables` writes them as BASE/results.{json,csv,md} (results.partial.* while cells are missing);
 `study_view` is what the commands print: the tables, then the source and the notes.
 """
@@ -15,47 +16,69 @@ from pathlib import Path
 from rich.table import Table
 
 from relreason.data.text import SCORE_TITLES
-from relreason.eval.stats import Summary
+from relreason.eval.stats import MARGIN, Difference, Spread, Summary, check_margin, difference
 from relreason.studies.variants import Published
 
 MISSING_SHOWN = 10  # missing cells named in `missing_note` (the rest are counted)
 
 
 def _published(result: dict) -> tuple[dict, dict]:
-    figures = {(f["variant"], f["task"]): Published(f["mean"], f.get("std"), f.get("seeds"))
-               for f in result.get("figures", [])}
-    averages = {a["variant"]: Published(a["mean"], a.get("std"), a.get("seeds")) for a in result.get("averages", [])}
+    """The published figures and averages of a result, as Figures (results written before the "±" had a
+    declared meaning hold "std" and no "spread": read as undefined, the harder reading to agree with)."""
+    def figure(f: dict) -> Published:
+        return Published(f["mean"], f.get("pm", f.get("std")), f.get("seeds"),
+                         Spread(f.get("spread", Spread.UNDEFINED.value)))
+
+    figures = {(f["variant"], f["task"]): figure(f) for f in result.get("figures", [])}
+    averages = {a["variant"]: figure(a) for a in result.get("averages", [])}
     if not averages:  # results written before averages had their own list
         averages = {p["variant"]: Published(p["value"]) for p in result.get("paper", [])}
     return figures, averages
 
 
-def _verdict(ours: Summary, paper: Published | None, comparable: bool, why_not: str) -> tuple[str, str]:
-    """(difference, "in our 95% CI?") of one cell."""
-    if not ours.n:
-        return "-", "-"
-    if not comparable:
-        return "-", f"not comparable: {why_not}"
-    if paper is None:
-        return "-", "-"
-    diff = f"{ours.mean - paper.mean:+.2f}"
-    inside = ours.contains(paper.mean)
-    return diff, {None: "one seed: no interval", True: "yes", False: "no"}[inside]
+def table_margin(result: dict, margin: float | None = None) -> float | None:
+    """The equivalence margin of a result's verdicts: `margin` (--margin) when given, else the one its table
+    declares, else MARGIN (1 point) for scores in percent; None (no verdicts) for another unit that
+    declares none."""
+    if margin is not None:
+        return check_margin(margin)
+    if result.get("margin") is not None:
+        return check_margin(result["margin"])
+    return None if result.get("lower_is_better") else MARGIN
 
 
-def study_table(result: dict) -> tuple[list[dict], list[str]]:
-    """The table of a study's result: one row per (task, column) with ours (mean ± sample std, seeds
-    "k of n" where the paper ran n), the published figure, the difference, whether the published mean
-    lies in our 95% interval; then per column an average row (over the tasks every column finished)
-    beside the published average. Scores in percent; a lower-is-better metric (relative loss) in its unit."""
+NO_VERDICT_ONE_SEED = "no verdict: one seed of ours, the difference is not meaningful"
+
+
+def _compared(d: Difference | None) -> tuple[str, str, str]:
+    """(diff, 95% CI of diff, verdict) of a Difference."""
+    if d is None:
+        return "-", "-", "-"
+    if d.interval is None:
+        return f"{d.diff:+.2f}", "-", NO_VERDICT_ONE_SEED
+    return f"{d.diff:+.2f}", d.interval_text(), d.verdict.value if d.verdict else "no verdict: no margin declared"
+
+
+COLUMNS = ["task", "model", "ours", "seeds", "paper", "diff", "95% CI of diff", "verdict"]
+
+
+def study_table(result: dict, margin: float | None = None) -> tuple[list[dict], list[str]]:
+    """The table of a study's result: one row per (task, column) with ours (mean ± sample std, seeds "k of
+    n" where the paper ran n), the published figure (its ± labelled unless the paper says it is a std),
+    ours minus the paper, Welch's 95% interval of that difference and the verdict against the margin
+    (`table_margin`); cells that are not the protocol are never compared. Then per column an average row
+    over the tasks where a comparison means something (a published figure, comparable cells, two or more
+    seeds of ours), naming them and those left out, beside the paper's mean over the same tasks (or its
+    printed average, when it printed no per-task figures and we have every task). Scores in percent; a
+    lower-is-better metric (relative loss) in its unit."""
     scale = 1.0 if result.get("lower_is_better") else 100.0
+    margin = table_margin(result, margin)
     figures, averages = _published(result)
     planned = result.get("seeds")
     by: dict[tuple[str, str], list[dict]] = {}
     for c in result["cells"]:
         by.setdefault((c["task"], c["variant"]), []).append(c)
-    columns = ["task", "model", "ours", "seeds", "paper", "diff", "paper in our 95% CI"]
-    rows, means = [], {}
+    rows, seen = [], {}
     for task in result["tasks"]:
         for v in result["variants"]:
             cells = by.get((task, v), [])
@@ -63,27 +86,55 @@ def study_table(result: dict) -> tuple[list[dict], list[str]]:
             paper = figures.get((v, task))
             comparable = all(c.get("comparable", True) for c in cells)
             why = "; ".join(dict.fromkeys(c.get("why_not", "") for c in cells if c.get("why_not")))
-            diff, verdict = _verdict(ours, paper, comparable, why)
+            if ours.n and not comparable:
+                diff, ci, verdict = "-", "-", f"not comparable: {why}"
+            else:
+                diff, ci, verdict = _compared(difference(ours, paper, margin) if ours.n and paper else None)
             seeds = f"{ours.n}" + (f" of {paper.seeds}" if paper and paper.seeds else f" of {planned}"
                                    if planned and ours.n < planned else "")
             rows.append({"task": task, "model": v, "ours": ours.text(), "seeds": seeds if ours.n else "0",
-                         "paper": paper.text() if paper else "-", "diff": diff, "paper in our 95% CI": verdict})
-            if ours.n:
-                means.setdefault(v, {})[task] = (ours.mean, comparable)
-    for v in result["variants"]:
-        got = means.get(v, {})
-        paper = averages.get(v)
-        if len(result["tasks"]) < 2:
+                         "paper": paper.text() if paper else "-", "diff": diff, "95% CI of diff": ci,
+                         "verdict": verdict})
+            seen[task, v] = (ours, comparable)
+    if len(result["tasks"]) > 1:
+        rows += [_average_row(result["tasks"], v, seen, figures, averages.get(v), margin) for v in result["variants"]]
+    return rows, COLUMNS
+
+
+def _average_row(tasks: list[str], v: str, seen: dict, figures: dict, average: Published | None,
+                 margin: float | None) -> dict:
+    """Column `v`'s average row: over the tasks whose comparison means something, against the paper's mean
+    of its figures for the same tasks (or, when it printed only an average, that average: then only with
+    every task); the tasks averaged and those left out (with why) named."""
+    used, left = [], {}
+    with_figures = any(fv == v for fv, _ in figures)
+    for t in tasks:
+        ours, comparable = seen[t, v]
+        if not ours.n:
             continue
-        complete = len(got) == len(result["tasks"])
-        avg = sum(m for m, _ in got.values()) / len(got) if complete else None
-        comparable = complete and all(ok for _, ok in got.values())
-        diff = f"{avg - paper.mean:+.2f}" if avg is not None and paper is not None and comparable else "-"
-        rows.append({"task": "average", "model": v, "ours": "-" if avg is None else f"{avg:.2f}",
-                     "seeds": f"{len(got)} of {len(result['tasks'])} tasks",
-                     "paper": paper.text() if paper else "-", "diff": diff,
-                     "paper in our 95% CI": "" if avg is None or comparable else "not comparable"})
-    return rows, columns
+        why = ("not comparable" if not comparable else "one seed" if ours.n < 2
+               else "no published figure" if with_figures and (v, t) not in figures else "")
+        if why:
+            left.setdefault(why, []).append(t)
+        else:
+            used.append(t)
+    row = {"task": "average", "model": v, "ours": "-", "seeds": "-", "paper": "-",
+           "diff": "-", "95% CI of diff": "-", "verdict": "-"}
+    out = "; ".join(f"left out ({why}): {', '.join(ts)}" for why, ts in left.items())
+    if not used:
+        return {**row, "seeds": "no task that compares" + (f"; {out}" if out else "")}
+    ours = [seen[t, v][0] for t in used]
+    row.update({"ours": f"{sum(o.mean for o in ours) / len(ours):.2f}",
+                "seeds": f"{len(used)} task{'s' * (len(used) > 1)}: {', '.join(used)}" + (f"; {out}" if out else "")})
+    if with_figures:
+        theirs = [figures[v, t] for t in used]
+        paper = f"{sum(f.mean for f in theirs) / len(theirs):.2f} (its figures for the same tasks)"
+    elif average is not None and len(used) == len(tasks):
+        theirs, paper = [average] * len(used), average.text()
+    else:
+        return row
+    return {**row, "paper": paper, **dict(zip(("diff", "95% CI of diff", "verdict"),
+                                              _compared(difference(ours, theirs, margin))))}
 
 
 def size_breakdown(result: dict) -> tuple[list[dict], list[str]] | None:
@@ -149,6 +200,7 @@ def study_view(result: dict, description: str) -> tuple[list[Table], list[str]]:
     from relreason.eval.report import rich_table
 
     rows, columns = study_table(result)
+    margin = table_margin(result)
     seeds = result["seeds"]
     unit = "relative loss, lower is better" if result["lower_is_better"] else "test score %, higher is better"
     title = (f"{result['study']}: {description} ({unit}; ours: mean ± sample std (ddof 1) over up to {seeds} "
@@ -164,8 +216,17 @@ def study_view(result: dict, description: str) -> tuple[list[Table], list[str]]:
     lines = []
     if result.get("source"):
         lines.append(f"paper: {result['source']}" + (f"; {result['note']}" if result.get("note") else ""))
+    lines.append(verdict_line(margin))
     lines += [f"not comparable with the paper: {why}" for why in result.get("not_comparable", [])]
     return tables, lines
+
+
+def verdict_line(margin: float | None) -> str:
+    """What the verdicts of a table mean, with its margin."""
+    if margin is None:
+        return "verdict: none (this unit declares no equivalence margin; give --margin)"
+    return (f"verdict: Welch's 95% interval of ours minus the paper inside ±{margin:g} = agrees; entirely below "
+            "or above 0 = lower or higher; otherwise inconclusive (one seed of ours: no verdict)")
 
 
 def missing_note(result: dict) -> str:

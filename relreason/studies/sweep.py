@@ -18,7 +18,7 @@ from typing import Callable
 
 from relreason.config import to_plain
 from relreason.errors import RelreasonError
-from relreason.eval.stats import STD_KIND
+from relreason.eval.stats import STD_KIND, check_margin
 from relreason.studies.ablations import ABLATIONS
 from relreason.studies.cells import cell_state, collect, is_held, parse_shard, plan_cells, shard_cells
 from relreason.studies.report import write_tables
@@ -72,7 +72,7 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
             "paper": [{"variant": v, "value": p.mean, "source": study.source} for v, p in study.averages.items()
                       if v in variants and whole],
             "paper_line": study.paper_line(), "paper_scope": study.paper_scope, "source": study.source,
-            "note": study.note, "std": STD_KIND, "lower_is_better": _lower_is_better(tasks)}
+            "note": study.note, "std": STD_KIND, "lower_is_better": _lower_is_better(tasks), "margin": study.margin}
 
 
 def _lower_is_better(tasks: list[str]) -> bool:
@@ -98,15 +98,19 @@ def _not_under_torchrun(command: str) -> None:
 def run_ablation(name: str, tasks: str | None, seeds: int, recipe: str | None = None, out: Path = Path("ablations"),
                  sets: list[str] | None = None, *, partial: bool = False, show_progress: bool = True,
                  log: Callable[[str], None] = print, rerun_stale: bool = False, jobs: int = 1,
-                 shard: str | None = None) -> Sweep:
+                 shard: str | None = None, margin: float | None = None) -> Sweep:
     """`relreason ablate`: the ablation `name` on `tasks` (a comma list or group; None: the ablation's
     own) swept by `run_study` (`shard`: "I/K"), its tables written under OUT/<name> once every cell has
-    results (while some are missing, only with `partial`, as results.partial.*)."""
+    results (while some are missing, only with `partial`, as results.partial.*). `margin`: the
+    equivalence margin of the verdicts instead of the ablation's own."""
     study = ABLATIONS.get(name)
+    margin = check_margin(margin) if margin is not None else None
     _not_under_torchrun("ablate")
     result = run_study(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, recipe, out, sets,
                        show_progress=show_progress, log=log, rerun_stale=rerun_stale, jobs=jobs,
                        shard=parse_shard(shard) if shard is not None else None)
+    if margin is not None:
+        result["margin"] = margin
     base = Path(out) / name
     stem = write_tables(result, base) if partial or not result["missing"] else None
     return Sweep(study, result, base, stem)
@@ -115,11 +119,13 @@ def run_ablation(name: str, tasks: str | None, seeds: int, recipe: str | None = 
 def run_table(table: str, tasks: str | None, seeds: int, recipe: str | None = None, out: Path = Path("reproduce"),
               sets: list[str] | None = None, *, models: str | None = None, train: bool = True,
               log: Callable[[str], None] = print, rerun_stale: bool = False, jobs: int = 1,
-              shard: str | None = None) -> Sweep:
+              shard: str | None = None, margin: float | None = None) -> Sweep:
     """`relreason reproduce`: the published table `table` on `tasks` (None: the table's own) and the
     columns of `models` (a comma list; None: every column) swept by `run_study` (with `train` False,
-    only read back), its tables written under OUT/tables/<table>, partial ones while cells are missing."""
+    only read back), its tables written under OUT/tables/<table>, partial ones while cells are missing.
+    `margin`: the equivalence margin of the verdicts instead of the table's own."""
     study = TABLES.get(table)
+    margin = check_margin(margin) if margin is not None else None
     _not_under_torchrun("reproduce")
     model_list = [m.strip() for m in models.split(",") if m.strip()] if models is not None else None
     if model_list is not None and not model_list:
@@ -127,14 +133,26 @@ def run_table(table: str, tasks: str | None, seeds: int, recipe: str | None = No
     result = run_study(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, recipe, out, sets,
                        log=log, rerun_stale=rerun_stale, jobs=jobs,
                        shard=parse_shard(shard) if shard is not None else None, models=model_list, train=train)
+    if margin is not None:
+        result["margin"] = margin
     base = Path(out) / "tables" / table
     return Sweep(study, result, base, write_tables(result, base))
 
 
-def table_costs(costs: Path) -> tuple[list[dict], list[str]]:
-    """`relreason reproduce --list`: one row per table (its cells per seed, the papers' seed counts, and
-    the measured cost of its cheapest and dearest cell from the `costs` file of scripts/bench_reproduce.py),
-    and the machines the costs were measured on."""
+def costs_file() -> Path:
+    """The measured cell costs shipped with relreason (relreason/studies/costs.json, package data, written
+    by scripts/bench_reproduce.py), so that `reproduce --list` shows them from any directory."""
+    import importlib.resources
+
+    return Path(str(importlib.resources.files("relreason.studies") / "costs.json"))
+
+
+def table_costs(costs: Path | None = None) -> tuple[list[dict], list[str]]:
+    """`relreason reproduce --list`: one row per table (its cells per seed, the papers' seed counts, the
+    measured cost of its cheapest and dearest cell from the `costs` file of scripts/bench_reproduce.py,
+    by default the one shipped with relreason, and the whole table's at its paper's seed counts), and the
+    machines the costs were measured on."""
+    costs = costs_file() if costs is None else Path(costs)
     measured = {}
     if costs.is_file():
         try:
@@ -142,6 +160,9 @@ def table_costs(costs: Path) -> tuple[list[dict], list[str]]:
         except (OSError, ValueError):
             raise RelreasonError(f"{costs} is not a readable costs file",
                                  "measure again: python scripts/bench_reproduce.py") from None
+    elif costs != costs_file():
+        raise RelreasonError(f"--costs {costs} does not exist", "give the file scripts/bench_reproduce.py wrote, "
+                                                                "or leave --costs out for the measured costs shipped")
     rows, machines = [], set()
     for name, study in TABLES.items():
         tasks = expand_tasks(study.tasks)
@@ -158,9 +179,34 @@ def table_costs(costs: Path) -> tuple[list[dict], list[str]]:
         rows.append({"table": name, "what": study.description, "columns": len(study.variants), "tasks": len(tasks),
                      "cells per seed": len(study.variants) * len(tasks),
                      "paper seeds": ", ".join(map(str, seeds)) or "-", "one cell (measured)": cost,
-                     "measured": cells})
+                     "measured": cells, **_table_total(study, tasks, cells)})
     return rows, sorted(machines)
 
 
+def _table_total(study: Study, tasks: list[str], cells: dict) -> dict:
+    """The predicted cost of the whole table at its paper's seed counts: per column, the mean of its measured
+    cells (on the tasks measured) times its tasks times the seeds its paper ran; None where a column is not
+    measured or its paper's seed count is not known."""
+    total, measured_on, why = 0.0, set(), ""
+    for v in study.variants:
+        seeds = max((p.seeds for (label, _), p in study.figures.items() if label == v.label and p.seeds),
+                    default=study.averages[v.label].seeds if v.label in study.averages else None)
+        mine = {key.split(" on ", 1)[1]: c["seconds"] for key, c in cells.items() if key.split(" on ", 1)[0] == v.label}
+        if not seeds:
+            why = "the paper's seed count is not known"
+            break
+        if not mine:
+            why = f"{v.label} not measured"
+            break
+        measured_on.update(mine)
+        total += sum(mine.values()) / len(mine) * len(tasks) * seeds
+    if why:
+        return {"at paper seeds (predicted)": f"- ({why})", "total_seconds": None}
+    return {"at paper seeds (predicted)": f"{_hours(total)} (each column's {', '.join(sorted(measured_on))} cell "
+                                          f"for all {len(tasks)} tasks)", "total_seconds": round(total, 1)}
+
+
 def _hours(seconds: float) -> str:
+    if seconds >= 100 * 3600:
+        return f"{seconds / 3600:,.0f} h"
     return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"

@@ -2,7 +2,9 @@
 
 One declarative entry per table (a `relreason.studies.variants.Study` with the "protocol" cell layout):
 where it is printed, its columns (model x the recipe that is the paper's protocol for it), its tasks,
-and the published mean, std and seed count per cell (relreason.studies.figures).
+and the published mean, "±" (with what the paper says it is: a std, a standard error, or undefined) and
+seed count per cell (relreason.studies.figures); the verdicts' equivalence margin is the Study's
+(1 point unless it declares one).
 
     relreason reproduce --list
     relreason reproduce rt-table19 --models rt --tasks bellman_ford --seeds 1
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from relreason.eval.stats import Spread
 from relreason.registry import Registry
 from relreason.studies.ablations import ABLATIONS
 from relreason.studies.figures import (CLRS30_AVERAGES, IBARZ, IBARZ_AVERAGE, IBARZ_TABLE2, IBARZ_TABLE2_COLUMNS,
@@ -33,7 +36,7 @@ TABLES.register("rt-table19", Study(
     tuple(Variant(label, _RT_MODELS[label], recipe="rt" if label == "rt" else "rt_table2")
           for label in RT_TABLE19_COLUMNS),
     tasks="clrs30", source=f"{RT_PAPER}, Table 19 (means) and Table 18 (std)",
-    figures={(label, task): Published(*row[i], RT_SEEDS) for task, row in RT_TABLE19.items()
+    figures={(label, task): Published(*row[i], RT_SEEDS, Spread.STD) for task, row in RT_TABLE19.items()
              for i, label in enumerate(RT_TABLE19_COLUMNS)},
     averages={label: Published(avg, None, RT_SEEDS) for label, avg in zip(RT_TABLE19_COLUMNS, RT_TABLE19_AVERAGES)},
     paper_scope="mean over the 30 algorithms", not_comparable=RT_V1_DATA, layout="protocol",
@@ -69,7 +72,7 @@ TABLES.register("clrs30", Study(
     tasks="clrs30", source=f"Veličković et al. 2022, quoted in {IBARZ}",
     not_comparable={t: "the CLRS-30 paper's v1.0.0 data differ for this task (recipes/clrs30.yaml)"
                     for t in ("naive_string_matcher", "kmp_matcher", "quickselect")},
-    figures={(label, task): Published(*row[IBARZ_TABLE2_COLUMNS.index(label)], 3)
+    figures={(label, task): Published(*row[IBARZ_TABLE2_COLUMNS.index(label)], 3, Spread.UNDEFINED)
              for task, row in IBARZ_TABLE2.items() for label in CLRS30_AVERAGES},
     averages={label: Published(avg, None, 3) for label, avg in CLRS30_AVERAGES.items()},
     paper_scope="mean over the 30 algorithms", layout="protocol",
@@ -79,7 +82,8 @@ TABLES.register("ibarz2022", Study(
     "ibarz2022", "Triplet-GMPNN single-task (Ibarz et al. 2022) on the 30 algorithms",
     (Variant("triplet-gmpnn", "triplet_gmpnn", recipe="triplet_gmpnn"),),
     tasks="clrs30", source=IBARZ,
-    figures={("triplet-gmpnn", task): Published(*row[IBARZ_TABLE2_COLUMNS.index("triplet-gmpnn")], 10)
+    figures={("triplet-gmpnn", task): Published(*row[IBARZ_TABLE2_COLUMNS.index("triplet-gmpnn")], 10,
+                                                   Spread.UNDEFINED)
              for task, row in IBARZ_TABLE2.items()},
     averages={"triplet-gmpnn": Published(IBARZ_AVERAGE, None, 10)}, paper_scope="mean over the 30 algorithms",
     not_comparable={t: "Ibarz et al. state that they test the string matchers at 80 nodes, ours at the "

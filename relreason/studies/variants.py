@@ -1,4 +1,5 @@
-"""What a study declares: its columns (`Variant`), the published figures (`Published`), and the `Study`.
+"""What a study declares: its columns (`Variant`), the published figures (`Published`: mean, "±" and what
+the paper says that ± is, seeds), and the `Study` (with the equivalence margin of its verdicts).
 
 A study is pure data: `relreason.studies.ablations` and `relreason.studies.tables` register them,
 `relreason.studies.cells` plans their cells.
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from relreason.config import keys_of
+from relreason.eval.stats import Figure
 
 
 @dataclass(frozen=True)
@@ -23,17 +25,9 @@ class Variant:
     caveat: str = ""  # non-empty: this column is knowingly not the paper's protocol (printed, never compared)
 
 
-@dataclass(frozen=True)
-class Published:
-    """A published figure: mean (in percent, or the paper's unit), its std and seed count where printed."""
-
-    mean: float
-    std: float | None = None
-    seeds: int | None = None
-
-    def text(self) -> str:
-        s = f"{self.mean:.2f}" + (f" ± {self.std:.2f}" if self.std is not None else "")
-        return s + (f" ({self.seeds} seeds)" if self.seeds else "")
+# A published figure: mean (in percent, or the paper's unit), its printed "±" with what the paper says it is
+# (std, standard error, or undefined: then read the way that is harder to agree with), and its seed count.
+Published = Figure
 
 
 @dataclass(frozen=True)
@@ -49,6 +43,7 @@ class Study:
     not_comparable: Mapping[str, str] = field(default_factory=dict)  # task -> why no cell of it compares
     note: str = ""  # printed under the table (e.g. how the published ± is defined)
     layout: str = "study"  # "study": OUT/<name>/<variant>/...; "protocol": OUT/cells/<model>/<recipe>[+delta]/...
+    margin: float | None = None  # equivalence margin of the verdicts, in the table's unit; None: 1.0 for scores in %
 
     @property
     def varied_keys(self) -> set[str]:

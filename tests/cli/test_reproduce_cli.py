@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from fake_runs import results_json
 from typer.testing import CliRunner
 
@@ -18,7 +20,9 @@ WIDE = {"COLUMNS": "400"}  # rich wraps tables to the terminal: keep each row on
 def test_list_shows_every_table_with_its_cells_and_measured_cost(tmp_path):
     costs = tmp_path / "costs.json"
     costs.write_text(json.dumps({"rt-table19": {"hardware": "Test CPU", "cells": {
-        "rt on bellman_ford": {"seconds": 13320.0}, "mpnn on bellman_ford": {"seconds": 1500.0}}}}))
+        "rt on bellman_ford": {"seconds": 13320.0}, "mpnn on bellman_ford": {"seconds": 1500.0}}},
+        "clrs30": {"hardware": "Test CPU", "cells": {"mpnn on bellman_ford": {"seconds": 1800.0},
+                                                     "pgn on bellman_ford": {"seconds": 1200.0}}}}))
     res = runner.invoke(app, ["reproduce", "--list", "--costs", str(costs)], env=WIDE)
     assert res.exit_code == 0, res.output
     for name in TABLES.names():
@@ -27,6 +31,41 @@ def test_list_shows_every_table_with_its_cells_and_measured_cost(tmp_path):
     assert "210" in res.output  # rt-table19: 7 models x 30 algorithms per seed
     data = json.loads(runner.invoke(app, ["reproduce", "--list", "--costs", str(costs), "--json"]).stdout)
     assert [t["table"] for t in data["tables"]] == TABLES.names()
+    rows = {t["table"]: t for t in data["tables"]}
+    # clrs30 at its paper's 3 seeds: (1800 s + 1200 s) x 30 tasks x 3 seeds = 270,000 s = 75.0 h
+    assert rows["clrs30"]["total_seconds"] == 270000.0
+    assert rows["clrs30"]["at paper seeds (predicted)"].startswith("75.0 h (each column's bellman_ford cell")
+    # a table with a column not measured has no total, and says which column
+    assert rows["rt-table19"]["total_seconds"] is None
+    assert rows["rt-table19"]["at paper seeds (predicted)"] == "- (deep sets not measured)"
+    missing = runner.invoke(app, ["reproduce", "--list", "--costs", str(tmp_path / "nowhere.json")])
+    assert missing.exit_code == 1 and "does not exist" in missing.output
+
+
+def test_list_shows_the_shipped_costs_from_any_directory(tmp_path):
+    """The measured costs are package data (relreason/studies/costs.json): `reproduce --list` run outside
+    the repository finds them, and every table's total at its paper's seeds is their sum."""
+    from relreason.studies.sweep import costs_file
+
+    from tests.cli.cli_run import relreason, succeeds
+
+    shipped = json.loads(costs_file().read_text())
+    data = json.loads(succeeds(relreason("reproduce", "--list", "--json", cwd=tmp_path)))
+    rows = {t["table"]: t for t in data["tables"]}
+    assert set(rows) == set(TABLES.names()) and set(shipped) == set(rows)
+    for name, row in rows.items():
+        assert row["measured"] and row["measured"] == shipped[name]["cells"], name
+        assert "not measured" not in row["one cell (measured)"], name
+        study = TABLES.get(name)
+        if name == "mueller2024":  # the paper's seed count is not known: no total
+            assert row["total_seconds"] is None and "seed count is not known" in row["at paper seeds (predicted)"]
+            continue
+        seeds = {v.label: max([p.seeds for (label, _), p in study.figures.items() if label == v.label]
+                              or [study.averages[v.label].seeds]) for v in study.variants}
+        want = sum(shipped[name]["cells"][f"{label} on bellman_ford"]["seconds"] * row["tasks"] * n
+                   for label, n in seeds.items())
+        assert row["total_seconds"] == pytest.approx(want, abs=0.1), name
+    assert "rt-table19" in succeeds(relreason("reproduce", "--list", cwd=tmp_path))  # the table, too
 
 
 def test_a_quick_cell_prints_beside_the_published_figure_marked_not_comparable(tmp_path):

@@ -86,12 +86,19 @@ def test_compare_formats(runs_dir):
     assert group["test"]["mean"] == pytest.approx(0.6) and group["test"]["std"] == pytest.approx(0.1414214)  # ddof 1
     latex = relreason("compare", "--runs", runs_dir, "--format", "latex")
     assert latex.returncode == 0 and r"\begin{tabular}" in latex.stdout
+    against = relreason("compare", "--runs", runs_dir, "--group-by", "task", "--against", "mpnn", "--format", "md")
+    assert against.returncode == 0, against.stderr
+    assert "− mpnn |" in against.stdout and "Welch's 95% interval" in against.stdout
 
 
 @pytest.mark.parametrize("args, message", [
     (["compare", "--runs", "{runs}", "--group-by", "colour"], "unknown --group-by 'colour'"),
     (["compare", "--runs", "{runs}", "--format", "xlsx"], "unknown format 'xlsx'"),
     (["compare", "--runs", "{runs}", "--format", "md", "--json"], "two formats"),
+    (["compare", "--runs", "{runs}", "--group-by", "task", "--against", "mpnn", "--margin", "-1"],
+     "--margin -1.0 must be a positive number"),
+    (["compare", "--runs", "{runs}", "--against", "mpnn"], "--against compares the columns of one task"),
+    (["compare", "--runs", "{runs}", "--group-by", "task", "--against", "gcn"], "--against 'gcn' is not a column"),
     (["compare"], "nothing to compare"),
     (["compare", "{runs}"], "is not a run directory"),
     (["compare", "{runs}/mpnn-bfs-s0/best"], "is not a run directory"),

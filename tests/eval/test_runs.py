@@ -287,3 +287,31 @@ def test_kernel_only_options_pool_seeds_and_protocol_keys_do_not(tmp_path):
     groups, _ = group_runs(discover_runs(tmp_path))
     assert sorted((g.label, g.seeds) for g in groups) == [("et [processor.layers=2]", [2]),
                                                           ("et [processor.layers=3]", [0, 1])]
+
+
+def test_against_judges_each_column_by_the_comparison_every_table_uses(tmp_path):
+    """`compare --against`: the difference from the reference column, Welch's interval and the verdict, the same
+    numbers relreason.eval.stats.difference gives the tables of `reproduce`, `ablate` and RESULTS.md."""
+    from relreason.eval.stats import Figure, Spread, Summary, difference
+
+    for model, scores in (("mpnn", (0.90, 0.91, 0.92, 0.93)), ("rt", (0.905, 0.915, 0.925, 0.935)),
+                          ("gat", (0.60,))):
+        for seed, s in enumerate(scores):
+            make_run(tmp_path, f"{model}-bfs-s{seed}", model=model, task="bfs", seed=seed, test=s)
+    cmp = compare(discover_runs(tmp_path), "task", against="mpnn")
+    assert cmp.columns == ["task", "gat", "gat − mpnn", "mpnn", "rt", "rt − mpnn"]
+    (row,) = cmp.rows
+    # rt - mpnn = +0.50 points; both ± 1.29 over 4 (v = 1.6667 / 4 each), df = 6: half 2.446912 x sqrt(0.8333) = 2.234
+    want = difference(Summary((90.5, 91.5, 92.5, 93.5)), Figure(91.5, Summary((90., 91., 92., 93.)).std, 4,
+                                                                Spread.STD), 1.0)
+    assert want.df == pytest.approx(6.0) and want.interval[1] - 0.5 == pytest.approx(2.2337, abs=1e-4)
+    assert row["rt − mpnn"] == f"+0.50 {want.interval_text()}: inconclusive"
+    assert row["rt − mpnn"] == "+0.50 [-1.73, +2.73], df 6.0: inconclusive"
+    assert row["gat − mpnn"] == "-31.50 (one seed: the difference is not meaningful)"  # one seed: no verdict
+    wide = compare(discover_runs(tmp_path), "task", against="mpnn", margin=3.0)
+    assert wide.rows[0]["rt − mpnn"].endswith(": agrees") and "±3" in wide.title
+    assert [d["verdict"] for d in wide.differences] == [None, "agrees"]
+    with pytest.raises(RelreasonError, match="not a column"):
+        compare(discover_runs(tmp_path), "task", against="transformer")
+    with pytest.raises(RelreasonError, match="add --group-by task"):
+        compare(discover_runs(tmp_path), against="mpnn")
