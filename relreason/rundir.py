@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import os
 import re
 import types
@@ -153,9 +154,10 @@ class RunDir:
         return self.results.exists()
 
     def has_progress(self) -> bool:
-        """A checkpoint or results (a run killed during its very first validation left only config.json
-        and metrics.jsonl: nothing to resume, so it may start afresh)."""
-        return any(p.exists() for p in (self.last.path, self.best.path, self.results, old_checkpoint(self.last.path)))
+        """A checkpoint to resume from (last/, or .last.old mid-swap) or results. A run killed during its
+        very first validation, or whose first last/ never landed (a full disk), left only config.json,
+        metrics.jsonl and perhaps best/: nothing to resume, so it may start afresh."""
+        return any(p.exists() for p in (self.last.path, self.results, old_checkpoint(self.last.path)))
 
     def is_run(self) -> bool:
         """A folder holding a run's config.json, or a run's results.json whose config.json is lost.
@@ -192,6 +194,29 @@ def find_run_dirs(root: Path) -> Iterator[Path]:
             yield here
             continue
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+
+
+def check_no_links(run_dir: Path) -> None:
+    """Refuses a run directory in which a file or folder relreason writes or reads (config.json, the
+    lock, best/, last/, their files, ...) is a symbolic link: relreason never creates one there, and
+    following one would read, truncate or delete what lies outside the run. (The run directory
+    itself may be a link, as runs/ may: the user made it.) Raises RelreasonError naming the link."""
+    rd = RunDir(run_dir)
+    checkpoints = [rd.best.path, rd.last.path, old_checkpoint(rd.best.path), old_checkpoint(rd.last.path)]
+    paths = [rd.config, rd.metrics, rd.results, rd.lock, rd.export, *checkpoints]
+    for folder in checkpoints:
+        if folder.is_dir() and not folder.is_symlink():
+            paths += [folder / name for name in (WEIGHTS, CHECKPOINT_CONFIG, OPTIMIZER, OPTIMIZER_META, TRAINER_STATE)]
+    for path in paths:
+        if path.is_symlink():
+            raise link_error(path)
+
+
+def link_error(path: Path) -> RelreasonError:
+    """The error of a symbolic link found where a run keeps its own file (`check_no_links`)."""
+    return RelreasonError(f"{path} is a symbolic link (to {os.readlink(path)}); relreason follows no link inside "
+                          "a run directory", "remove the link (its target stays as it is), or put the real file "
+                          "in its place")
 
 
 def _read_object(path: Path) -> Optional[dict]:
@@ -235,6 +260,8 @@ def _check(value, tp, name: str, file: str):
     """`value` if it has type `tp` (nested dataclasses built), else FieldError."""
     if tp is Any:
         return value
+    if isinstance(value, float) and not math.isfinite(value) and float in (tp, *typing.get_args(tp)):
+        raise FieldError(file, name, f"must be a finite number, not {_shown(value)}")
     origin = typing.get_origin(tp)
     if origin in (Union, types.UnionType):
         if value is None and type(None) in typing.get_args(tp):
@@ -257,12 +284,13 @@ def _check(value, tp, name: str, file: str):
 
 
 def _fits(value, tp) -> bool:
-    """Whether `value` is of the outer type `tp` (a number may be an int; a bool is no number)."""
+    """Whether `value` is of the outer type `tp` (a number may be an int; a bool is no number; a float
+    field holds a finite number: JSON has no NaN or infinity, and Python's reader turns 1e309 into one)."""
     if dataclasses.is_dataclass(tp):
         return isinstance(value, dict)
     base = typing.get_origin(tp) or tp
     if base is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if base is int:
         return isinstance(value, int) and not isinstance(value, bool)
     return isinstance(value, base)
@@ -282,7 +310,8 @@ def _build(cls, data: dict, file: str, version: int = 1, prefix: str = ""):
     """An instance of the record dataclass `cls` from a JSON object, every field checked.
 
     A field without a default is required; one with `metadata={"since": k}` is optional in files of
-    schema versions below k (it did not exist then) and required from version k on."""
+    schema versions below k (it did not exist then) and required from version k on; one with
+    `metadata={"min": m}` (a count, a time) must not be below m."""
     hints = _hints(cls)
     values = {}
     for f in dataclasses.fields(cls):
@@ -295,6 +324,9 @@ def _build(cls, data: dict, file: str, version: int = 1, prefix: str = ""):
                 raise FieldError(file, name, "is missing")
             continue
         values[f.name] = _check(data[f.name], hints[f.name], name, file)
+        low = f.metadata.get("min")
+        if low is not None and values[f.name] is not None and values[f.name] < low:
+            raise FieldError(file, name, f"must be at least {low}, not {_shown(values[f.name])}")
     return cls(**values)
 
 
@@ -328,6 +360,8 @@ def read_object(path: Path, hint: str = _HINT) -> dict:
         raise RelreasonError(f"{path} holds {_shown(data)}, not a JSON object", hint)
     return data
 
+
+_COUNT = {"min": 0}  # the metadata of a count or a time: never negative
 
 # -- results.json --------------------------------------------------------------------------------
 
@@ -364,15 +398,15 @@ class RunResults:
     command: Optional[str]  # the command line that trained it; None: the Python API
     metric: Optional[str] = field(default=None, metadata={"since": 2})  # None: written before the key existed
     lower_is_better: Optional[bool] = field(default=None, metadata={"since": 2})
-    steps: int
-    examples: int  # training examples seen
+    steps: int = field(metadata=_COUNT)
+    examples: int = field(metadata=_COUNT)  # training examples seen
     processes: Optional[int] = field(default=None, metadata={"since": 2})
-    seconds: float  # training, validations and the final test, over every session
+    seconds: float = field(metadata=_COUNT)  # training, validations and the final test, over every session
     hardware: Optional[list[str]] = field(default=None, metadata={"since": 2})  # every machine a session ran on
     train_seconds: Optional[float] = field(default=None, metadata={"since": 2})
     best_val: Optional[float]
-    best_examples: Optional[int]
-    test_size: int  # nodes of the OOD test graphs
+    best_examples: Optional[int] = field(metadata=_COUNT)
+    test_size: int = field(metadata=_COUNT)  # nodes of the OOD test graphs
     test_label: Optional[str] = field(default=None, metadata={"since": 2})  # "test, n=64, 32 samples"
     test: TestScores
     per_task: dict[str, dict] = field(default_factory=dict, metadata={"since": 2})  # {task: {"score", ...}}
@@ -463,18 +497,27 @@ def read_run_record(path: Path) -> RunRecord:
 class TrainerState:
     """The loop's counters in a checkpoint (last/trainer_state.json): how far an unfinished run got."""
 
-    step: int
-    examples: int
+    step: int = field(metadata=_COUNT)
+    examples: int = field(metadata=_COUNT)
     best_val: Optional[float]
-    best_examples: Optional[int]
-    seconds: float  # training and validations so far, over every session
+    best_examples: Optional[int] = field(metadata=_COUNT)
+    seconds: float = field(metadata=_COUNT)  # training and validations so far, over every session
     last_loss: Optional[float] = None
     hardware: list[str] = field(default_factory=list)  # every machine a session ran on (absent in early runs)
     code: list[dict] = field(default_factory=list)  # the code of every session (runtime.code_record; absent before)
 
     @classmethod
     def from_dict(cls, data: dict, file: str = TRAINER_STATE) -> "TrainerState":
-        return _build(cls, data, file)
+        """Checks every field (FieldError naming `file` and the field): counts and times not negative,
+        the best validation a finite score reached within the examples trained."""
+        state = _build(cls, data, file)
+        if (state.best_val is None) != (state.best_examples is None):
+            raise FieldError(file, "best_examples" if state.best_val is not None else "best_val",
+                             "is null while the other of best_val and best_examples is not")
+        if state.best_examples is not None and state.best_examples > state.examples:
+            raise FieldError(file, "best_examples", f"is {state.best_examples}, past the {state.examples} "
+                             "examples trained")
+        return state
 
     def to_dict(self) -> dict:
         return _plain(self)
@@ -494,8 +537,8 @@ class ValidationRow:
     """One validation: the scores on the validation split after `examples` training examples."""
 
     event = "val"
-    step: Optional[int] = None
-    examples: int
+    step: Optional[int] = field(default=None, metadata=_COUNT)
+    examples: int = field(metadata=_COUNT)
     loss: Optional[float] = None  # of the last training batch (None before the first step)
     score: float
     outputs: dict[str, Any] = field(default_factory=dict)
@@ -509,9 +552,9 @@ class ResumeRow:
     """A session resuming the run at `examples`, with the keys it changed ({key: [old, new]})."""
 
     event = "resume"
-    examples: int
+    examples: int = field(metadata=_COUNT)
     changed: dict[str, Any] = field(default_factory=dict)
-    processes: int = 1
+    processes: int = field(default=1, metadata={"min": 1})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -520,8 +563,8 @@ class TestRow:
 
     __test__ = False  # not a pytest test class
     event = "test"
-    size: int
-    num: int
+    size: int = field(metadata=_COUNT)
+    num: int = field(metadata=_COUNT)
     label: Optional[str] = None
     best_examples: Optional[int] = None
     score: Optional[float]
@@ -530,8 +573,19 @@ class TestRow:
     per_task: Optional[dict[str, dict]] = field(default=None, metadata={"omit_none": True})
 
 
-MetricsRow = Union[ValidationRow, ResumeRow, TestRow]
-_ROWS = {cls.event: cls for cls in (ValidationRow, ResumeRow, TestRow)}
+@dataclass(frozen=True, kw_only=True)
+class DivergedRow:
+    """The loss of step `step` (after `examples` examples) was not finite: the run stopped before that
+    update, and its last checkpoint is the one to resume from (with a lower train.lr)."""
+
+    event = "diverged"
+    step: int = field(metadata=_COUNT)
+    examples: int = field(metadata=_COUNT)
+    loss: str  # "nan", "inf" or "-inf" (JSON has no such numbers)
+
+
+MetricsRow = Union[ValidationRow, ResumeRow, TestRow, DivergedRow]
+_ROWS = {cls.event: cls for cls in (ValidationRow, ResumeRow, TestRow, DivergedRow)}
 
 
 def row_json(row: MetricsRow) -> str:
@@ -544,7 +598,7 @@ def parse_row(line: str, file: str = METRICS) -> Optional[MetricsRow]:
     does not know. Raises FieldError for a known event with a missing or ill-typed field."""
     try:
         data = json.loads(line)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None
     cls = _ROWS.get(data.get("event")) if isinstance(data, dict) else None
     if cls is None:
@@ -552,24 +606,47 @@ def parse_row(line: str, file: str = METRICS) -> Optional[MetricsRow]:
     return _build(cls, {k: v for k, v in data.items() if k != "event"}, file)
 
 
-def read_metrics(path: Path) -> list[MetricsRow]:
+def scan_metrics(path: Path) -> tuple[list[tuple[int, str, MetricsRow]], list[tuple[int, str]]]:
+    """Every line of the metrics.jsonl `path`: (line number, text, row) of the rows that validate, and
+    (line number, what is wrong, "metrics.jsonl:3: field 'score' ...") of those that do not (a line
+    cut by a kill, one edited, an ill-typed field). Lines of events this version does not know are
+    neither. ([], []) when there is no file."""
+    path = Path(path)
+    if not path.is_file():
+        return [], []
+    rows, damaged = [], []
+    for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        where = f"{path.name}:{i}"
+        try:
+            data = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            damaged.append((i, f"{where} is cut or not JSON"))
+            continue
+        if not isinstance(data, dict):
+            damaged.append((i, f"{where} is not a JSON object"))
+            continue
+        try:
+            row = parse_row(line, where)
+        except FieldError as e:
+            damaged.append((i, e.message))
+            continue
+        if row is not None:
+            rows.append((i, line, row))
+    return rows, damaged
+
+
+def read_metrics(path: Path, problems: Optional[list] = None) -> list[MetricsRow]:
     """The rows of a metrics.jsonl (`path`: the file or its run directory), in the order written; []
-    when there is none. Lines cut by a kill and rows that do not validate are skipped: a run's log
-    is read to show progress, and a damaged line must not hide the others."""
+    when there is none. Lines cut by a kill and rows that do not validate are skipped (a run's log
+    is read to show progress, and a damaged line must not hide the others), each noted in `problems`
+    when it is given."""
     path = Path(path)
     if path.is_dir():
         path = RunDir(path).metrics
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text(errors="replace").splitlines():
-        try:
-            row = parse_row(line, str(path))
-        except FieldError:
-            continue
-        if row is not None:
-            rows.append(row)
-    return rows
+    rows, damaged = scan_metrics(path)
+    if problems is not None:
+        problems.extend(what for _, what in damaged)
+    return [row for _, _, row in rows]
 
 
 def validations(rows: list[MetricsRow]) -> list[ValidationRow]:
@@ -581,5 +658,5 @@ __all__ = ["CONFIG", "METRICS", "RESULTS", "LOCK", "BEST", "LAST", "EXPORT", "CE
            "CHECKPOINT_CONFIG", "OPTIMIZER", "OPTIMIZER_META", "TRAINER_STATE", "seed_dir", "seed_of_dir",
            "old_checkpoint", "Checkpoint", "RunDir", "find_run_dirs", "FieldError", "read_object", "SCHEMA_VERSION",
            "TestScores", "RunResults", "read_results", "is_run_results", "RunRecord", "read_run_record",
-           "TrainerState", "read_trainer_state", "ValidationRow", "ResumeRow", "TestRow", "MetricsRow", "row_json",
-           "parse_row", "read_metrics", "validations"]
+           "TrainerState", "read_trainer_state", "ValidationRow", "ResumeRow", "TestRow", "DivergedRow", "MetricsRow",
+           "row_json", "parse_row", "scan_metrics", "read_metrics", "validations", "check_no_links", "link_error"]

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from relreason.errors import RelreasonError
-from relreason.rundir import LOCK
+from relreason.rundir import LOCK, link_error
 
 
 def cli_command() -> str | None:
@@ -96,8 +96,11 @@ class RunLock:
 
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            # never through a link: truncating it would empty a file outside the run (rundir.check_no_links)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except OSError as e:
+            if self.path.is_symlink():
+                raise link_error(self.path) from None
             raise RelreasonError(f"cannot lock {self.directory}: {e.strerror}", "choose a writable --out directory") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

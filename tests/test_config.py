@@ -152,3 +152,18 @@ def test_run_deviation_names_every_protocol_change_over_the_recipe():
     assert dev.endswith("changed with --set over the recipe: train.train_examples=8000")
     kernels_only = ["processor.compiled_kernels=false", "processor.chunk_mb=8"]  # same maths, other kernels
     assert run_deviation(build_config("et", "bellman_ford", overrides=kernels_only)) == recipe_deviation("et")
+
+
+@pytest.mark.parametrize("text, message", [
+    # "billion laughs": six levels of nine aliases stand for 9**6 values (nine levels: 4e9, gigabytes), here
+    # in the scope of a model not trained, which nothing else reads
+    ("train:\n  lr: 0.1\nmodels:\n  other:\n    a0: &a0 [x, x, x, x, x, x, x, x, x]\n"
+     + "".join(f"    a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 7)),
+     r"its aliases expand to [\d,]+ values, more than the 100,000"),
+    ("train:\n  lr: 0.1\n  batch_size: 4\n  lr: 0.2\n", r"key 'lr' is given twice \(lines 2 and 4\)"),
+])
+def test_recipes_refuse_expanding_aliases_and_repeated_keys(tmp_path, text, message):
+    path = tmp_path / "r.yaml"
+    path.write_text(text)
+    with pytest.raises(RelreasonError, match=f"recipe {path} is not valid YAML: {message}"):
+        build_config("mpnn", "bfs", str(path))

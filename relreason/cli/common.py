@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import errno
 import functools
+import json as _json
+import math
 import os
 import sys
-from typing import Annotated, Callable, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 from rich.console import Console
@@ -38,6 +40,24 @@ class _Stdout(Console):
 
     def on_broken_pipe(self) -> None:
         raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    def print_json(self, json: Optional[str] = None, *, data: Any = None, **options) -> None:
+        """Prints JSON that is JSON: NaN and infinities (which Python's encoder writes as NaN, Infinity)
+        become null, so every `--json` output parses with any reader."""
+        if json is not None:
+            data = _json.loads(json)
+        super().print_json(data=finite_json(data), **{**options, "allow_nan": False})
+
+
+def finite_json(value: Any) -> Any:
+    """`value` (JSON data) with every NaN or infinite float replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    return value
 
 
 out = _Stdout(soft_wrap=True, width=None if sys.stdout.isatty() else PIPE_WIDTH)

@@ -63,9 +63,10 @@ def runs_cmd(
 ) -> None:
     """List runs, newest first: model, task, seed, examples, best validation, OOD test, status, age.
 
-    Status: finished (results.json written), running (its lock names a live process on this host)
-    or interrupted (resume it with `relreason train ... --name NAME --resume`). Age: since the run
-    last wrote anything.
+    Status: finished (results.json written), running (its lock names a live process on this host),
+    interrupted (resume it with `relreason train ... --name NAME --resume`) or diverged at step K (its
+    loss was not finite: resume it with a lower --set train.lr=...). Age: since the run last wrote
+    anything. Damaged files and lines are listed under "problems" (--json).
 
     Examples:\n
       relreason runs\n

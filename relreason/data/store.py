@@ -32,7 +32,7 @@ import numpy as np
 
 from relreason.data.specs import spec_from_json
 from relreason.data.trajectory import Dataset, pad_time
-from relreason.errors import RelreasonError
+from relreason.errors import RelreasonError, write_error
 
 _DTYPES = {np.dtype(np.float64): "F64", np.dtype(np.float32): "F32", np.dtype(np.int32): "I32",
            np.dtype(np.int64): "I64"}
@@ -114,8 +114,19 @@ def atomic_path(path: Path) -> Iterator[Path]:
 def write_dataset(path: Path, chunks: Iterable[Dataset], meta: dict) -> Path:
     """Streams dataset chunks into one safetensors file at `path` (atomically). Returns `path`.
 
-    Stale temporaries of dead writers in the target directory are removed first."""
+    Stale temporaries of dead writers in the target directory are removed first.
+
+    Raises:
+        RelreasonError: the file could not be written (a full disk: the path and the cause); nothing
+            of it is left behind."""
     path = Path(path)
+    try:
+        return _write_dataset(path, chunks, meta)
+    except OSError as e:
+        raise write_error(path, e) from None
+
+
+def _write_dataset(path: Path, chunks: Iterable[Dataset], meta: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path.parent)
     with tempfile.TemporaryDirectory(prefix=f".spill-{owner_tag()}-", dir=path.parent) as spill:

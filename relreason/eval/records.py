@@ -21,14 +21,15 @@ from typing import Iterable, Optional
 
 from relreason.errors import RelreasonError
 from relreason.eval.metric_kinds import Metric, MetricLookup, resolve_metric
-from relreason.rundir import (RESULTS, FieldError, RunDir, RunRecord, RunResults, find_run_dirs, read_metrics,
-                              validations)
+from relreason.rundir import (RESULTS, DivergedRow, FieldError, ResumeRow, RunDir, RunRecord, RunResults,
+                              find_run_dirs, read_metrics, validations)
 
 
 class Status(str, enum.Enum):
     FINISHED = "finished"  # results.json exists
     RUNNING = "running"  # its lock names a live process on this host
     INTERRUPTED = "interrupted"  # neither: killed, crashed or stopped with Ctrl-C (resumable)
+    DIVERGED = "diverged"  # stopped by a non-finite loss (resumable with a lower train.lr)
 
 
 @dataclass
@@ -54,7 +55,8 @@ class RunInfo:
     ablation: Optional[str] = None  # for ablation cells: the ablation and variant directory names
     variant: Optional[str] = None
     lock: Optional[dict] = None
-    problems: list = field(default_factory=list)  # unreadable files, in words
+    problems: list = field(default_factory=list)  # unreadable files and damaged lines, in words
+    diverged_step: Optional[int] = None  # the step whose loss was not finite, when that stopped the run
 
     def scores(self) -> dict:
         """{task: (OOD test score, Metric)}: one task for a single-task run, each of `per_task` else."""
@@ -73,7 +75,8 @@ class RunInfo:
                 "test_size": self.test_size,
                 "per_task": {t: {"score": s, "metric": m.name} for t, (s, m) in self.per_task.items()},
                 "ablation": self.ablation, "variant": self.variant, "started": self.started,
-                "updated": self.updated, "age_seconds": round(now - self.updated, 1), "problems": self.problems}
+                "updated": self.updated, "age_seconds": round(now - self.updated, 1),
+                "diverged_step": self.diverged_step, "problems": self.problems}
 
 
 def _load(path: Path, record, problems: list):
@@ -83,7 +86,7 @@ def _load(path: Path, record, problems: list):
         return None
     try:
         data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         problems.append(f"{path.name} unreadable")
         return None
     if not isinstance(data, dict):
@@ -165,10 +168,15 @@ def read_run(path: Path, name: Optional[str] = None, metric_of: Optional[MetricL
     lib = res.lower_is_better if res else None
     metric = resolve_metric(_str(res.metric) if res else None, lib, task, metric_of)
 
+    rows = read_metrics(rd.metrics, problems)
+    last_session = rows[max((i for i, r in enumerate(rows) if isinstance(r, ResumeRow)), default=0):]
+    diverged = next((r.step for r in reversed(last_session) if isinstance(r, DivergedRow)), None)
+    if status is Status.INTERRUPTED and diverged is not None:
+        status = Status.DIVERGED
     if res is not None:
         examples, best_val, best_examples = res.examples, _number(res.best_val), res.best_examples
     else:  # unfinished: what its validations so far say
-        vals = validations(read_metrics(rd.metrics))
+        vals = validations(rows)
         examples = vals[-1].examples if vals else None
         best_val, best_examples = _best(((float(r.score), r.examples) for r in vals), metric.lower_is_better)
     per_task = {}
@@ -189,7 +197,8 @@ def read_run(path: Path, name: Optional[str] = None, metric_of: Optional[MetricL
                    status=status, metric=metric, examples=examples, best_val=best_val, best_examples=best_examples,
                    test=_number(res.test.score) if res else None, test_size=res.test_size if res else None,
                    per_task=per_task, config=cfg, started=started, updated=max(times, default=0.0),
-                   ablation=ablation, variant=variant, lock=lock, problems=problems)
+                   ablation=ablation, variant=variant, lock=lock, problems=problems,
+                   diverged_step=diverged if status is Status.DIVERGED else None)
 
 
 def _not_a_run_hint(path: Path) -> str:

@@ -46,11 +46,12 @@ def run_rows(runs: list[RunInfo], now: Optional[float] = None) -> list[dict]:
                      "seed": "?" if r.seed is None else str(r.seed),
                      "examples": "-" if r.examples is None else f"{r.examples:,}",
                      "best val": format_score(r.best_val, r.metric), "OOD test": test, "metric": r.metric.short,
-                     "status": r.status.value, "age": format_age(now - r.updated)})
+                     "status": r.status.value + ("" if r.diverged_step is None else f" at step {r.diverged_step}"),
+                     "age": format_age(now - r.updated)})
     return rows
 
 
-_STATUS_STYLE = {Status.FINISHED: "green", Status.RUNNING: "yellow", Status.INTERRUPTED: "red"}
+_STATUS_STYLE = {Status.FINISHED: "green", Status.RUNNING: "yellow", Status.INTERRUPTED: "red", Status.DIVERGED: "red"}
 
 
 def runs_table(runs: list[RunInfo], title: str = "", now: Optional[float] = None) -> Table:

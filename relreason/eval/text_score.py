@@ -136,18 +136,35 @@ class AnsweredExample:
                            "answer": self.answer, "algorithm": self.id.algorithm, "length": self.id.length})
 
 
+MAX_LINE_BYTES = 16 << 20  # one answer line: a question and answer of the largest size (n=1600) fit many times
+# What one line may ask to draw again: examples 0..index of a stream of graphs of `size` nodes. The splits
+# of the presets ask at most 10,000 examples at sizes up to 20 (2e5 nodes); an id past this would run
+# for hours (insertion_sort/n1600/s3/i9000000 draws 1.4e10 nodes).
+MAX_DRAWN_NODES = 2_000_000
+
+
 def _lines(path: Path, what: str) -> Iterator[tuple[int, dict]]:
-    """(line number, object) of every non-blank line of a JSONL file; one-line errors."""
+    """(line number, object) of every non-blank line of a JSONL file; one-line errors (a line that is
+    not UTF-8, too long, not JSON, nested too deeply, or not an object)."""
     if not path.is_file():
         raise RelreasonError(f"{what} file {path} does not exist", "check the path")
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
+    with open(path, "rb") as f:
+        for i, raw in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), 1):
+            if len(raw) > MAX_LINE_BYTES:
+                raise RelreasonError(f"{path}:{i} is longer than {MAX_LINE_BYTES >> 20} MiB", FORMAT_HINT)
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise RelreasonError(f"{path}:{i} is not UTF-8 text (byte {e.start + 1}): is it a JSONL file?",
+                                     FORMAT_HINT) from None
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
             except json.JSONDecodeError:
                 raise RelreasonError(f"{path}:{i} is not JSON", FORMAT_HINT) from None
+            except RecursionError:
+                raise RelreasonError(f"{path}:{i} is nested too deeply to be an answer", FORMAT_HINT) from None
             if not isinstance(row, dict):
                 raise RelreasonError(f"{path}:{i} is not a JSON object", FORMAT_HINT)
             yield i, row
@@ -263,14 +280,22 @@ def truth_of_ids(ids: Iterable[ExampleId], chunk: int = 256) -> dict[ExampleId, 
 
 # -- scoring -----------------------------------------------------------------------------------------
 
-def _checked_ids(predictions: Sequence[Prediction], source: str) -> None:
-    """Each id's stream is one we can draw (a one-line error naming the line)."""
+def _checked_ids(predictions: Sequence[Prediction], source: str, drawn: bool) -> None:
+    """Each id's stream is one we can draw, and when the examples are `drawn` again from the ids, within
+    MAX_DRAWN_NODES (a one-line error naming the line)."""
     for p in predictions:
         if p.id is not None:
             try:
                 check_stream(p.id.algorithm, p.id.length, p.id.seed, p.id.index + 1, p.id.decimals)
             except RelreasonError as e:
                 raise RelreasonError(f"{source}:{p.line}: id {p.id}: {e.message}", e.hint) from None
+            nodes = (p.id.index + 1) * p.id.length
+            if drawn and nodes > MAX_DRAWN_NODES:
+                raise RelreasonError(f"{source}:{p.line}: id {p.id} asks to draw {p.id.index + 1:,} examples of "
+                                     f"{p.id.length} nodes again ({nodes:,} nodes, more than the "
+                                     f"{MAX_DRAWN_NODES:,} one answer may ask)",
+                                     "score it against its split instead (--truth FILE made by `relreason "
+                                     "generate --text`), or give ids of smaller index or size")
 
 
 def _match(predictions: Sequence[Prediction], truth: Truth, source: str) -> dict[int, Prediction]:
@@ -323,7 +348,7 @@ def score_predictions(predictions: Sequence[Prediction], truth: Truth | None = N
     shape of a text evaluation (`summarize_text_scores`, `source` opening the labels) plus "missing"
     (examples of the truth without a prediction, counted as wrong) in all and per cell, "answered" (the
     number of predictions) and "truth" (the truth's label, None without one)."""
-    _checked_ids(predictions, source)
+    _checked_ids(predictions, source, drawn=truth is None)
     if truth is None:
         by_question = [p for p in predictions if p.id is None]
         if by_question:

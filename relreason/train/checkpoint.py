@@ -30,8 +30,9 @@ from safetensors.torch import load_file, save_file
 from relreason import __version__
 from relreason.config import Config, config_from_dict
 from relreason.data.store import current_umask, owner_tag, remove_stale_temporaries
-from relreason.errors import RelreasonError
-from relreason.rundir import CHECKPOINT_CONFIG, OPTIMIZER, OPTIMIZER_META, TRAINER_STATE, WEIGHTS, old_checkpoint
+from relreason.errors import RelreasonError, write_error
+from relreason.rundir import (CHECKPOINT_CONFIG, OPTIMIZER, OPTIMIZER_META, TRAINER_STATE, WEIGHTS, TrainerState,
+                              old_checkpoint, read_object)
 from relreason.plugins import Origin, plugin_version_changes, require_plugins
 
 FORMAT = 1  # bump when the checkpoint layout changes incompatibly
@@ -67,8 +68,20 @@ def _unflatten_optimizer(tensors: dict[str, torch.Tensor], meta: dict) -> dict:
 
 def save_checkpoint(path: Path, model: torch.nn.Module, cfg: Config, spec_hash: str, extra: dict | None = None,
                     optimizer: torch.optim.Optimizer | None = None, trainer_state: dict | None = None) -> Path:
-    """Writes a checkpoint directory atomically (temp dir + rename)."""
+    """Writes a checkpoint directory atomically (temp dir + rename).
+
+    Raises:
+        RelreasonError: it could not be written (a full disk, a read-only file system: the path and the
+            cause); the previous checkpoint is left as it was and nothing half-written remains."""
     path = Path(path)
+    try:
+        return _save_checkpoint(path, model, cfg, spec_hash, extra, optimizer, trainer_state)
+    except (OSError, SafetensorError) as e:
+        raise write_error(path, e) from None
+
+
+def _save_checkpoint(path: Path, model: torch.nn.Module, cfg: Config, spec_hash: str, extra: dict | None,
+                     optimizer: torch.optim.Optimizer | None, trainer_state: dict | None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path.parent)  # of a writer killed before its rename
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{owner_tag()}.", suffix=".tmp", dir=path.parent))
@@ -88,18 +101,25 @@ def save_checkpoint(path: Path, model: torch.nn.Module, cfg: Config, spec_hash: 
             os.chmod(f, 0o666 & ~umask)
         os.chmod(tmp, 0o777 & ~umask)
         old = None
-        if path.exists():
+        if path.exists() or path.is_symlink():
             old = old_checkpoint(path)
-            if old.exists():
-                shutil.rmtree(old)
+            _remove(old)
             os.replace(path, old)
         os.replace(tmp, path)
         if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+            _remove(old, ignore_errors=True)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return path
+
+
+def _remove(path: Path, ignore_errors: bool = False) -> None:
+    """Removes a checkpoint directory; a link in its place is unlinked, never followed."""
+    if path.is_symlink():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path, ignore_errors=ignore_errors)
 
 
 def recover(path: Path) -> None:
@@ -126,6 +146,8 @@ def read_checkpoint_meta(path: Path) -> dict:
         meta = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise RelreasonError(f"{cfg_file} is corrupt", "use another checkpoint, e.g. best/ or last/") from None
+    if not isinstance(meta, dict):
+        raise RelreasonError(f"{cfg_file} is corrupt: not a JSON object", "use another checkpoint, e.g. best/ or last/")
     if meta.get("format") != FORMAT:
         raise RelreasonError(f"{path} has checkpoint format {meta.get('format')!r}, this relreason reads {FORMAT}",
                              f"evaluate it with the relreason version that wrote it ({meta.get('relreason')})")
@@ -142,7 +164,14 @@ def load_config(path: Path, warn: bool = True) -> Config:
     if warn and changed:
         print(f"relreason: warning: {path} was made with the plugin {', '.join(changed)}; its results may not be "
               f"what the installed version computes", file=sys.stderr)
-    return config_from_dict(meta["config"])
+    stored, file = meta.get("config"), Path(path) / CHECKPOINT_CONFIG
+    hint = "the checkpoint is damaged: use another one (best/ or last/), or train the run again"
+    if not isinstance(stored, dict) or not all(isinstance(stored.get(k), str) for k in ("model_name", "task")):
+        raise RelreasonError(f"{file}: field 'config' must be a JSON object naming model_name and task", hint)
+    try:
+        return config_from_dict(stored)
+    except RelreasonError as e:
+        raise RelreasonError(f"{file}: {e.message}", hint) from None
 
 
 def plugin_changes(record: list[dict] | None) -> list[str]:
@@ -180,11 +209,7 @@ def _origin_here(kind: str, name: str) -> Origin | None:
 def load_weights(path: Path, model: torch.nn.Module) -> None:
     """Loads model.safetensors strictly into `model`, naming missing/unexpected keys."""
     file = Path(path) / WEIGHTS
-    _check_readable(file, "the checkpoint is incomplete; use another one")
-    try:
-        state = load_file(str(file))
-    except (SafetensorError, OSError) as e:
-        raise RelreasonError(f"{file} is corrupt: {e}", "use another checkpoint (best/ or last/)") from None
+    state = read_weights(path)
     own = model.state_dict()
     missing, unexpected = sorted(set(own) - set(state)), sorted(set(state) - set(own))
     if missing or unexpected:
@@ -195,6 +220,36 @@ def load_weights(path: Path, model: torch.nn.Module) -> None:
         raise RelreasonError(f"{file} does not fit this model: shape mismatch in {bad[:5]}",
                              "was it written with another configuration?")
     model.load_state_dict(state, strict=True)
+
+
+def check_finite(tensors: dict[str, torch.Tensor], file: Path) -> None:
+    """Refuses weights (or optimizer moments) holding NaN or infinity: training never saves such a
+    tensor (a non-finite loss stops it before the update), so the file is damaged."""
+    bad = [k for k, v in tensors.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+    if bad:
+        raise RelreasonError(f"{file} is damaged: tensor {bad[0]} holds NaN or infinite values"
+                             + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""),
+                             "use another checkpoint (best/ or last/), or train the run again")
+
+
+def read_weights(path: Path) -> dict[str, torch.Tensor]:
+    """The tensors of a checkpoint's model.safetensors, checked readable and finite (RelreasonError)."""
+    file = Path(path) / WEIGHTS
+    _check_readable(file, "the checkpoint is incomplete; use another one")
+    try:
+        state = load_file(str(file))
+    except (SafetensorError, OSError) as e:
+        raise RelreasonError(f"{file} is corrupt: {e}", "use another checkpoint (best/ or last/)") from None
+    check_finite(state, file)
+    return state
+
+
+def verify_checkpoint(path: Path) -> Config:
+    """A checkpoint directory whose config.json reads back as a valid config and whose weights load and
+    are finite (what `export` checks before copying); returns the config. Raises RelreasonError."""
+    cfg = load_config(path)
+    read_weights(path)
+    return cfg
 
 
 def _check_readable(file: Path, hint_missing: str) -> None:
@@ -213,22 +268,37 @@ def _check_readable(file: Path, hint_missing: str) -> None:
 
 
 def load_optimizer(path: Path, optimizer: torch.optim.Optimizer) -> None:
+    """Loads optimizer.safetensors + optimizer.json into `optimizer`; a file that does not read back as
+    this optimizer's state (its parameter groups, finite moments) is a one-line RelreasonError."""
     path = Path(path)
     for name in (OPTIMIZER, OPTIMIZER_META):
         _check_readable(path / name, "start a new run without --resume")
     try:
         tensors = load_file(str(path / OPTIMIZER))
         meta = json.loads((path / OPTIMIZER_META).read_text())
-    except (SafetensorError, OSError, json.JSONDecodeError) as e:
+    except (SafetensorError, OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise RelreasonError(f"cannot resume from {path}: optimizer state unreadable ({e})",
                              "start a new run without --resume") from None
-    optimizer.load_state_dict(_unflatten_optimizer(tensors, meta))
+    meta_file = path / OPTIMIZER_META
+    hint = "the checkpoint is damaged: start a new run without --resume"
+    if not isinstance(meta, dict) or not isinstance(meta.get("scalars"), dict):
+        raise RelreasonError(f"{meta_file}: field 'scalars' must be a JSON object", hint)
+    groups = meta.get("param_groups")
+    want = len(optimizer.param_groups)
+    if not isinstance(groups, list) or len(groups) != want or not all(isinstance(g, dict) for g in groups):
+        raise RelreasonError(f"{meta_file}: field 'param_groups' must be a list of {want} parameter group(s), "
+                             f"not {json.dumps(groups)[:40]}", hint)
+    check_finite(tensors, path / OPTIMIZER)
+    try:
+        optimizer.load_state_dict(_unflatten_optimizer(tensors, meta))
+    except (ValueError, KeyError, TypeError, IndexError) as e:
+        raise RelreasonError(f"{meta_file} does not fit this model's optimizer: {e}", hint) from None
 
 
 def load_trainer_state(path: Path) -> dict:
-    _check_readable(Path(path) / TRAINER_STATE, "start a new run without --resume")
-    try:
-        return json.loads((Path(path) / TRAINER_STATE).read_text())
-    except (OSError, json.JSONDecodeError):
-        raise RelreasonError(f"cannot resume from {path}: trainer_state.json missing or corrupt",
-                             "start a new run without --resume") from None
+    """The loop's counters in the checkpoint `path`, validated (relreason.rundir.TrainerState): a
+    missing, ill-typed or out-of-range field is a one-line RelreasonError naming the file and field."""
+    file = Path(path) / TRAINER_STATE
+    _check_readable(file, "start a new run without --resume")
+    hint = "the checkpoint is damaged: restore it, or start a new run without --resume"
+    return TrainerState.from_dict(read_object(file, hint), str(file)).to_dict()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from relreason.errors import RelreasonError
 from relreason.eval.report import render, score_rows
-from relreason.rundir import CHECKPOINT_CONFIG, WEIGHTS, RunDir, RunResults
+from relreason.rundir import CHECKPOINT_CONFIG, WEIGHTS, RunDir, RunResults, check_no_links
 from relreason.rundir import read_results as read_results_file
 
 FORMATS = ("md", "csv", "json", "latex")
@@ -50,13 +50,19 @@ def _table(res: RunResults) -> tuple[list[dict], list[str]]:
 
 
 def export_bundle(run_dir: Path, out_dir: Path | None = None) -> Path:
-    """Copies best/ weights and config into a bundle with MODEL_CARD.md; `relreason eval BUNDLE` accepts it."""
+    """Copies best/ weights and config into a bundle with MODEL_CARD.md; `relreason eval BUNDLE` accepts it.
+    The checkpoint is checked first (its config valid, its weights readable and finite): a damaged one
+    is refused, never exported."""
+    from relreason.train.checkpoint import verify_checkpoint
+
     run_dir = Path(run_dir)
+    check_no_links(run_dir)
     res = read_results(run_dir)
     files = RunDir(run_dir)
     best = files.best
     if not best.weights.is_file():
         raise RelreasonError(f"{run_dir} has no best/ checkpoint", "train it first")
+    verify_checkpoint(best.path)
     out_dir = files.export if out_dir is None else Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
         raise RelreasonError(f"{out_dir} already exists and is not empty", "choose another --out")

@@ -47,8 +47,8 @@ from relreason import __version__
 from relreason.config import Config, run_deviation
 from relreason.errors import RelreasonError
 from relreason.models.precision import autocast
-from relreason.rundir import (ResumeRow, RunDir, RunRecord, RunResults, TestRow, TestScores, ValidationRow,
-                              parse_row, read_run_record, row_json)
+from relreason.rundir import (DivergedRow, ResumeRow, RunDir, RunRecord, RunResults, TestRow, TestScores,
+                              ValidationRow, check_no_links, read_run_record, row_json, scan_metrics)
 from relreason.runtime import RunLock, bars_enabled, code_record, hardware, keep_freed_memory, progress
 from relreason.schedules import learning_rate
 from relreason.tracking import TRACKERS, NullTracker, scalar_tags
@@ -57,6 +57,21 @@ from relreason.train import checkpoint as ckpt
 # Keys a resumed run may change: they do not alter what already ran (a longer budget continues it; under a
 # decaying train.lr_schedule it stretches the decay over the new budget from there on).
 RESUMABLE_KEYS = ("train.train_examples", "train.device", "train.threads", "train.eval_batch_size", "train.log")
+# ... and train.lr may be lowered (a diverged run continues from its last checkpoint), recorded as a deviation
+LOWERABLE_KEYS = ("train.lr",)
+
+
+def resume_refusals(changed: dict[str, tuple]) -> dict[str, tuple]:
+    """The changes of `changed` ({key: (old, new)}) that a resume may not make."""
+    return {k: (old, new) for k, (old, new) in changed.items() if k not in RESUMABLE_KEYS
+            and not (k in LOWERABLE_KEYS and isinstance(old, (int, float)) and isinstance(new, (int, float))
+                     and new < old)}
+
+
+def lowered_deviation(changed: dict[str, tuple], examples: int) -> list[str]:
+    """The deviation a resume's lowered keys make: "train.lr lowered from 0.1 to 0.001 at 320 examples"."""
+    return [f"{k} lowered from {old} to {new} at {examples} examples (on resume)"
+            for k, (old, new) in sorted(changed.items()) if k in LOWERABLE_KEYS]
 
 
 @dataclass
@@ -137,13 +152,14 @@ def resume_config(run_dir: Path, overrides: list[str], recipe: str | None = None
     else:
         asked = build_config(stored.model_name, stored.task, recipe, overrides)
     changed = config_diff(stored, asked)
-    bad = {k: v for k, v in changed.items() if k not in RESUMABLE_KEYS}
+    bad = resume_refusals(changed)
     if bad:
         shown = ", ".join(f"{k}={new!r} (the run has {old!r})" for k, (old, new) in sorted(bad.items()))
         what = "drop --recipe (the run keeps its own) or those --set options" if recipe is not None else \
             "drop those options"
         raise RelreasonError(f"--resume continues the run as it was configured; it cannot change {shown}",
-                             f"{what}, or start a new run; only {', '.join(RESUMABLE_KEYS)} may change")
+                             f"{what}, or start a new run; only {', '.join(RESUMABLE_KEYS)} may change, and "
+                             f"{', '.join(LOWERABLE_KEYS)} may be lowered")
     delta: dict = {}
     for key, (_, new) in changed.items():
         section, name = key.split(".")
@@ -240,6 +256,7 @@ def _claim(run_dir: Path, resume: bool, dd, lock: RunLock | None):
     taken: list[RunLock] = []
 
     def take() -> None:
+        check_no_links(run_dir)
         if not resume and has_progress(run_dir):
             raise _exists(run_dir)
         if lock is None:
@@ -271,6 +288,7 @@ class _Session:
         self.extra = {"task": cfg.task, "model": cfg.model_name, "command": command}
         self.deviation = run_deviation(cfg)
         self.tracker = NullTracker()  # rank 0 opens train.log's tracker with the run directory
+        self.resumed = False  # from a checkpoint: its validation (the step-0 one too) is in metrics.jsonl
 
     # -- phase 1: the run directory ------------------------------------------------------------
 
@@ -299,7 +317,7 @@ class _Session:
         if resume:
             stored = stored_config(self.run_dir)
             changed = config_diff(stored, cfg)
-            bad = {k: v for k, v in changed.items() if k not in RESUMABLE_KEYS}
+            bad = resume_refusals(changed)
             if bad:
                 raise RelreasonError(f"cannot resume {self.run_dir} with a different configuration "
                                      f"({', '.join(sorted(bad))} differ)",
@@ -310,6 +328,12 @@ class _Session:
             if self.state["examples"] > t.train_examples:
                 raise RelreasonError(f"the run has trained {self.state['examples']} examples, more than "
                                      f"train.train_examples={t.train_examples}", "give a budget at least that large")
+            self.resumed = True
+            lowered = [note for note in lowered_deviation(changed, self.state["examples"])
+                       if note not in (cfg.deviation or "")]
+            if lowered:  # the run's record keeps it (config.json below, results.json at the end)
+                cfg.deviation = "; ".join([*([cfg.deviation] if cfg.deviation else []), *lowered])
+                self.deviation = run_deviation(cfg)
             _truncate_metrics(self.metrics, self.state["examples"])
             _append(self.metrics, ResumeRow(examples=self.state["examples"],
                                             changed={k: list(v) for k, v in changed.items()}, processes=self.dd.world))
@@ -392,7 +416,7 @@ class _Session:
         stop = False
         try:
             with _StopRequests(self.log) as requests:
-                if st["step"] == 0:
+                if st["step"] == 0 and not self.resumed:
                     self.validate()
                 while st["examples"] < t.train_examples and not stop:
                     step = st["step"]
@@ -408,8 +432,7 @@ class _Session:
                         total, asked = dd.sum([float(loss.detach()), float(requests.requested)])
                         value, stop = total / dd.world, stop or asked > 0
                         if not math.isfinite(value):
-                            raise RelreasonError(f"the loss became {value} at step {step}",
-                                                 "lower train.lr or set train.grad_clip")
+                            raise self.diverged(step, value)
                         self.opt.zero_grad(set_to_none=True)
                         loss.backward()
                         if t.grad_clip is not None:
@@ -440,6 +463,18 @@ class _Session:
             self.log(f"\ninterrupted: saved {self.last_dir}; continue with --name {self.run_dir.name} --resume")
             return True
         return False
+
+    def diverged(self, step: int, loss: float) -> RelreasonError:
+        """Records that the loss of `step` was not finite (a DivergedRow: `runs` says "diverged") and
+        returns the error to stop with; nothing of that step was applied or saved."""
+        st, t = self.state, self.cfg.train
+        if self.dd.main:
+            _append(self.metrics, DivergedRow(step=step, examples=st["examples"], loss=str(loss)))
+        fixes = "lower train.lr" + (" or set train.grad_clip" if t.grad_clip is None else "")
+        return RelreasonError(f"the run diverged: the loss became {loss} at step {step}; {self.last_dir} holds the "
+                              "last checkpoint before it",
+                              f"{fixes}: a new run, or this one continued with --name {self.run_dir.name} --resume "
+                              f"--set train.lr=LOWER (recorded as a deviation)")
 
     def result(self, interrupted: bool) -> RunResult:
         st = self.state
@@ -575,17 +610,31 @@ def _append(path: Path, row) -> None:
 
 
 def _truncate_metrics(path: Path, examples: int) -> None:
-    """Drops metrics written after the checkpoint we resume from (they will be written again)."""
+    """Drops the validation, resume and test rows written after the checkpoint we resume from (they will
+    be written again), and a last line cut by a kill while it wrote a row after that checkpoint. Rows
+    of divergences and of events this version does not know are kept.
+
+    Raises:
+        RelreasonError: another line is damaged (edited, or a row of this checkpoint cut): the file is
+            the run's record and is left as it is."""
     if not path.exists():
         return
-    keep = []
-    for line in path.read_text().splitlines():
-        try:
-            row = parse_row(line, str(path))
-        except RelreasonError:
-            continue  # not a row this loop writes
-        if isinstance(row, (ValidationRow, ResumeRow)) and row.examples <= examples:  # None: a line cut by a kill
-            keep.append(line)
+    rows, damaged = scan_metrics(path)
+    text = path.read_text(errors="replace")
+    lines = text.splitlines()
+    intact = [row for _, _, row in rows if isinstance(row, (ValidationRow, ResumeRow))]
+    kill_cut = (not text.endswith("\n") and intact and intact[-1].examples == examples and damaged
+                and damaged[-1][0] == len(lines))
+    damaged = damaged[:-1] if kill_cut else damaged
+    if damaged:
+        more = f" (and {len(damaged) - 1} more damaged line(s))" if len(damaged) > 1 else ""
+        raise RelreasonError(f"cannot resume: {damaged[0][1]}{more}",
+                             f"{path} is the run's record, so it is not rewritten while a line is damaged: "
+                             "repair or delete that line, then resume")
+    drop = {i for i, _, row in rows if isinstance(row, TestRow)
+            or (isinstance(row, (ValidationRow, ResumeRow)) and row.examples > examples)}
+    keep = [line for i, line in enumerate(lines, 1) if i not in drop and line.strip() and not
+            (kill_cut and i == len(lines))]
     from relreason.data.store import atomic_path
 
     with atomic_path(path) as tmp:

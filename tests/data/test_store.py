@@ -129,3 +129,20 @@ def test_unreadable_file_says_permission_denied_not_corrupt(tmp_path, reader, ma
 def test_a_directory_is_not_a_dataset(tmp_path):
     with pytest.raises(RelreasonError, match="is a directory"):
         load_dataset(tmp_path)
+
+
+def test_a_full_disk_names_the_file_and_the_cause_and_leaves_nothing(tmp_path, monkeypatch):
+    """numpy reports a short write as "256000 requested and 224224 written" (no errno, no file): the
+    error says which dataset and that the disk is full, and no temporary is left behind."""
+    name = ALGORITHMS.names()[0]
+
+    def short_write(*args, **kwargs):
+        raise OSError("256000 requested and 224224 written")
+
+    monkeypatch.setattr(np, "save", short_write)
+    path = tmp_path / "d" / "s.safetensors"
+    with pytest.raises(RelreasonError) as e:
+        write_dataset(path, iter_chunks(name, 6, 9, 1, chunk=4), split_meta(name, "custom", 6, 9, 1))
+    assert e.value.message.startswith(f"cannot write {path}: 256000 requested and 224224 written (a short write")
+    assert "disk is full" in e.value.hint
+    assert list(path.parent.iterdir()) == []

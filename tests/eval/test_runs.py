@@ -315,3 +315,26 @@ def test_against_judges_each_column_by_the_comparison_every_table_uses(tmp_path)
         compare(discover_runs(tmp_path), "task", against="transformer")
     with pytest.raises(RelreasonError, match="add --group-by task"):
         compare(discover_runs(tmp_path), against="mpnn")
+
+
+def test_a_non_finite_score_is_flagged_and_json_stays_json(tmp_path):
+    """1e309 reads back as infinity: results.json is flagged (the score dropped), and `runs --json` prints
+    JSON any reader parses (no Infinity or NaN)."""
+    from typer.testing import CliRunner
+
+    from relreason.cli.main import app
+
+    d = make_run(tmp_path, "inf")
+    text = (d / "results.json").read_text()
+    (d / "results.json").write_text(text.replace('"score": 0.5', '"score": 1e309', 1))
+    r = read_run(d)
+    assert r.status is Status.FINISHED and r.test is None
+    assert r.problems == ["results.json: field 'test.score' must be a finite number, not Infinity"]
+    cli = CliRunner().invoke(app, ["runs", str(tmp_path), "--json"])
+    assert cli.exit_code == 0, cli.output
+
+    def refuse(constant):
+        raise AssertionError(f"{constant} is not JSON")
+
+    listed = json.loads(cli.stdout, parse_constant=refuse)["runs"][0]
+    assert listed["test"] is None and listed["problems"] == r.problems

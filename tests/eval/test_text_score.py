@@ -257,3 +257,24 @@ def test_a_dump_scores_as_the_evaluation_that_wrote_it(tmp_path, monkeypatch):
     assert [f.name for f in tmp_path.iterdir() if "failed" in f.name] == []
     with pytest.raises(RelreasonError, match="is a directory"), answers_writer(tmp_path):
         pass
+
+
+@pytest.mark.parametrize("content, message", [
+    (b'{"id": "insertion_sort/n4/s0/i0", "prediction": "1"}\n\x89PNG\r\n\x1a\n\xff\xfe', r"p.jsonl:2 is not UTF-8"),
+    (b"[" * 100_000 + b"]" * 100_000 + b"\n", r"p.jsonl:1 is nested too deeply"),
+])
+def test_binary_and_deeply_nested_lines_fail_naming_the_line(tmp_path, content, message):
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(RelreasonError, match=message):
+        read_predictions(path)
+
+
+def test_an_id_asking_to_draw_too_much_is_refused_before_drawing(tmp_path):
+    """insertion_sort/n1600/s3/i9000000 is a valid id (size and index within the generator's limits), but
+    drawing it again means drawing 9 million graphs of 1600 nodes first: refused, saying why."""
+    path = write_lines(tmp_path / "p.jsonl", [GOOD, {"id": "insertion_sort/n1600/s3/i9000000", "prediction": "1"}])
+    with pytest.raises(RelreasonError, match=r"p.jsonl:2: id insertion_sort/n1600/s3/i9000000 asks to draw "
+                                             r"9,000,001 examples of 1600 nodes again") as e:
+        score_predictions(read_predictions(path), source="p.jsonl")
+    assert "--truth" in e.value.hint

@@ -150,3 +150,189 @@ def test_a_second_ctrl_c_stops_at_once_without_saving(tmp_path, monkeypatch):
     assert json.loads((run_dir / "last" / "trainer_state.json").read_text())["examples"] == 16
     assert not (run_dir / "results.json").exists()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handlers are put back
+
+
+# -- nothing read back is trusted unchecked (issue 32) ---------------------------------------------
+
+
+def resume_copy(finished, tmp_path, **options):
+    """Resumes the copy of the finished run under tmp_path (its own configuration)."""
+    return run(tiny_config(finished[0], *options.pop("extra", ())), out=tmp_path / "runs", name="r", resume=True,
+               show_progress=False, log=lambda m: None, **options)
+
+
+@pytest.mark.parametrize("field, value, problem", [("examples", -5, "must be at least 0"),
+                                                    ("best_val", "x", "must be a number or null"),
+                                                    ("best_examples", 999, "is 999, past the 32 examples")])
+def test_a_damaged_trainer_state_is_refused_and_loses_nothing(finished, tmp_path, field, value, problem):
+    run_dir = copy_of(finished, tmp_path)
+    state = run_dir / "last" / "trainer_state.json"
+    state.write_text(json.dumps({**json.loads(state.read_text()), field: value}))
+    before = snapshot(run_dir)
+    with pytest.raises(RelreasonError, match=f"trainer_state.json: field '{field}' {problem}"):
+        resume_copy(finished, tmp_path)
+    assert snapshot(run_dir) == before  # metrics.jsonl keeps every row
+
+
+def test_an_optimizer_state_without_its_parameter_groups_is_refused(finished, tmp_path):
+    run_dir = copy_of(finished, tmp_path)
+    meta = run_dir / "last" / "optimizer.json"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "param_groups": []}))
+    before = snapshot(run_dir)
+    with pytest.raises(RelreasonError, match="optimizer.json: field 'param_groups' must be a list of 1"):
+        resume_copy(finished, tmp_path)
+    assert snapshot(run_dir) == before
+
+
+@pytest.mark.parametrize("line", ['{"event": "val", "step": 4, "examples": 16, "score": "high"}',
+                                  '{"event": "val", "step": 4, "exa'])
+def test_a_damaged_metrics_line_stops_a_resume_and_is_listed(finished, tmp_path, line):
+    """An edited or cut row inside metrics.jsonl is a problem `runs` lists, and a resume (which rewrites
+    the file) refuses rather than dropping it."""
+    from relreason.eval.records import read_run
+
+    run_dir = copy_of(finished, tmp_path)
+    rows = (run_dir / "metrics.jsonl").read_text().splitlines()
+    (run_dir / "metrics.jsonl").write_text("\n".join([rows[0], line, *rows[2:]]) + "\n")
+    assert read_run(run_dir).problems and "metrics.jsonl:2" in read_run(run_dir).problems[0]
+    before = snapshot(run_dir)
+    with pytest.raises(RelreasonError, match="cannot resume: metrics.jsonl:2"):
+        resume_copy(finished, tmp_path, extra=["train.train_examples=48"])
+    assert snapshot(run_dir) == before
+
+
+@pytest.mark.parametrize("planted", [".lock", "best", "metrics.jsonl"])
+def test_links_planted_in_a_run_directory_are_refused(finished, tmp_path, planted):
+    """A link where the run keeps its own file is never followed: the file or folder it points to,
+    outside the run, stays as it was."""
+    import shutil
+
+    run_dir = copy_of(finished, tmp_path)
+    victims = tmp_path / "victims"
+    victims.mkdir()
+    target = victims / planted
+    if planted == "best":
+        shutil.copytree(run_dir / "best", target)
+        shutil.rmtree(run_dir / "best")
+    else:
+        target.write_text("precious\n")
+        (run_dir / planted).unlink(missing_ok=True)
+    (run_dir / planted).symlink_to(target)
+    outside = snapshot(victims)
+    with pytest.raises(RelreasonError, match=f"{planted} is a symbolic link"):
+        resume_copy(finished, tmp_path, extra=["train.train_examples=48"])
+    assert snapshot(victims) == outside
+    assert not (run_dir / ".best.old").exists()
+
+
+def test_a_run_whose_first_checkpoint_never_landed_starts_again(tmp_path, monkeypatch):
+    """A full disk while writing the first last/ (safetensors wraps the OS error): one line naming the
+    checkpoint and the cause, no temporary left, and the same command starts the run again."""
+    from safetensors import SafetensorError
+
+    from relreason.train import checkpoint
+
+    original = checkpoint.save_file
+
+    def save_file(tensors, file):
+        if "last" in str(file):
+            raise SafetensorError('Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: '
+                                  '"No space left on device" })')
+        return original(tensors, file)
+
+    monkeypatch.setattr(checkpoint, "save_file", save_file)
+    run_dir = tmp_path / "runs" / "r"
+    with pytest.raises(RelreasonError) as e:
+        run(tiny_config(tmp_path), out=tmp_path / "runs", name="r", show_progress=False, log=lambda m: None)
+    assert e.value.message == f"cannot write {run_dir / 'last'}: no space left on device"
+    assert "disk is full" in e.value.hint
+    assert sorted(p.name for p in run_dir.iterdir()) == [".lock", "best", "config.json", "metrics.jsonl"]
+    with pytest.raises(RelreasonError, match="nothing to resume"):
+        run(tiny_config(tmp_path), out=tmp_path / "runs", name="r", resume=True, show_progress=False)
+    monkeypatch.setattr(checkpoint, "save_file", original)  # space freed
+    res = run(tiny_config(tmp_path), out=tmp_path / "runs", name="r", show_progress=False, log=lambda m: None)
+    assert res.examples == 32 and (run_dir / "results.json").is_file()
+
+
+@pytest.mark.parametrize("at_step", [0, 5])
+def test_a_diverged_run_says_so_and_resumes_with_a_lower_rate(tmp_path, monkeypatch, at_step):
+    """A non-finite loss: the error says "diverged" and the step (no grad_clip advice: clipping is on),
+    `runs` says "diverged", and a resume may lower train.lr, recorded as a deviation; the validation
+    of the checkpoint resumed from (the step-0 one too) is written once."""
+    from relreason.eval.records import Status, read_run
+
+    original = NarWorkload.loss
+    monkeypatch.setattr(NarWorkload, "loss", lambda self, module, part, step: (
+        lambda out: (out[0] * math.nan if step == at_step else out[0], out[1]))(original(self, module, part, step)))
+    with pytest.raises(RelreasonError, match=f"diverged: the loss became nan at step {at_step}") as e:
+        run(tiny_config(tmp_path), out=tmp_path / "runs", name="r", show_progress=False, log=lambda m: None)
+    assert "train.lr" in e.value.hint and "grad_clip" not in e.value.hint
+    run_dir = tmp_path / "runs" / "r"
+    info = read_run(run_dir)
+    assert (info.status, info.diverged_step) == (Status.DIVERGED, at_step)
+    monkeypatch.setattr(NarWorkload, "loss", original)
+    with pytest.raises(RelreasonError, match="train.lr"):  # raising it is still refused
+        run(tiny_config(tmp_path, "train.lr=0.01"), out=tmp_path / "runs", name="r", resume=True,
+            show_progress=False)
+    res = run(tiny_config(tmp_path, "train.lr=0.0005"), out=tmp_path / "runs", name="r", resume=True,
+              show_progress=False, log=lambda m: None)
+    checkpoint_at = 16 if at_step else 0
+    assert f"train.lr lowered from 0.001 to 0.0005 at {checkpoint_at} examples" in res.deviation
+    assert f"train.lr lowered from 0.001" in json.loads((run_dir / "results.json").read_text())["deviation"]
+    rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    val = [r["examples"] for r in rows if r["event"] == "val"]
+    assert val == [0, 16, 32]  # each validation once
+    assert [r["event"] for r in rows].count("diverged") == 1 and read_run(run_dir).status is Status.FINISHED
+
+
+def test_non_finite_or_damaged_weights_are_refused_by_eval_and_export(finished, tmp_path):
+    from safetensors.torch import load_file as load_torch, save_file
+
+    from relreason.train.evaluation import evaluate_checkpoint
+    from relreason.train.export import export_bundle
+
+    run_dir = copy_of(finished, tmp_path)
+    weights = run_dir / "best" / "model.safetensors"
+    state = load_torch(str(weights))
+    name = sorted(state)[0]
+    state[name] = state[name] * math.nan
+    save_file(state, str(weights))
+    with pytest.raises(RelreasonError, match=f"model.safetensors is damaged: tensor {name} holds NaN"):
+        evaluate_checkpoint(run_dir / "best")
+    with pytest.raises(RelreasonError, match="holds NaN"):
+        export_bundle(run_dir, tmp_path / "bundle")
+    assert not (tmp_path / "bundle").exists()
+    (run_dir / "best" / "config.json").write_text('{"format": 1, "config": {"model_name": "mpnn"')
+    with pytest.raises(RelreasonError, match="config.json is corrupt"):
+        export_bundle(run_dir, tmp_path / "bundle")
+    assert not (tmp_path / "bundle").exists()
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 1 MiB tmpfs (a real full disk); skipped where this process may not mount one (not root, a
+    container without the capability)."""
+    import subprocess
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    try:
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)],
+                                 capture_output=True).returncode == 0
+    except OSError:
+        mounted = False
+    if not mounted:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def test_a_real_full_disk_ends_in_one_line_and_the_run_starts_again(tmp_path, tiny_disk):
+    (tiny_disk / "filler").write_bytes(b"\0" * (1008 << 10))  # leaves 16 KiB: config.json fits, checkpoints do not
+    with pytest.raises(RelreasonError, match=f"cannot write {tiny_disk / 'runs' / 'r'}.*: no space left on device"):
+        run(tiny_config(tmp_path), out=tiny_disk / "runs", name="r", show_progress=False, log=lambda m: None)
+    run_dir = tiny_disk / "runs" / "r"
+    assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp")]  # nothing half-written is left
+    (tiny_disk / "filler").unlink()
+    res = run(tiny_config(tmp_path), out=tiny_disk / "runs", name="r", show_progress=False, log=lambda m: None)
+    assert res.examples == 32
