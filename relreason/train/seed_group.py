@@ -196,9 +196,6 @@ class SeedGroup:
 
     def __init__(self, sessions: list, use_vmap: bool):
         self.sessions, self.use_vmap = sessions, use_vmap
-        first = sessions[0]
-        self.template = first.wl.model  # the module whose forward vmap runs with each member's parameters
-        self.spec = first.wl.built.specs[first.wl.tasks[0].name] if use_vmap else None
 
     # -- one step ----------------------------------------------------------------------------------
 
@@ -212,7 +209,7 @@ class SeedGroup:
         for s in members:
             s.opt.zero_grad(set_to_none=True)
         if self.use_vmap:
-            losses = self._vmapped_loss(members, [p[0] for p in parts])  # (K,)
+            losses = vmapped_losses([s.wl.model for s in members], [p[0] for p in parts])  # (K,)
             losses.sum().backward()  # the members' losses are independent: each gets its own gradient
             for s in members:
                 s.update()
@@ -228,33 +225,6 @@ class SeedGroup:
                 values.append(loss.detach())
             out.append(torch.stack(values).mean())
         return torch.stack(out)
-
-    def _vmapped_loss(self, members: list, parts: list) -> torch.Tensor:
-        from torch.func import functional_call
-
-        from relreason.models.batch import Batch
-        from relreason.models.kernels import plain_autograd
-
-        models = [s.wl.model for s in members]
-        names = [n for n, _ in self.template.named_parameters()]
-        params = {n: torch.stack([dict(m.named_parameters())[n] for m in models]) for n in names}  # (K, ...)
-        buffers = {n: torch.stack([dict(m.named_buffers())[n] for m in models]) for n, _ in
-                   self.template.named_buffers()}
-        batches = stack_batches([p.batch for p in parts])
-        device = parts[0].batch.device
-        index = torch.arange(len(members), device=device)  # (K,): the seed axis' positions
-        noises = tuple(p.noise for p in parts)
-        template, spec = self.template, self.spec
-
-        def loss_of(params, buffers, b, idx):
-            batch = Batch(spec, b["inputs"], b["hints"], b["outputs"], b["lengths"], b["node_mask"])
-            noise = SeedNoise(0, noises[0].rows, noises[0].size, members=noises, index=idx)
-            out = functional_call(template, {**params, **buffers}, (batch,),
-                                  {"train": True, "generator": noise, "static": True})
-            return template.loss(batch, out, read_terms=False)[0]
-
-        with plain_autograd():
-            return torch.vmap(loss_of, randomness="error")(params, buffers, batches, index)
 
     # -- the loop ----------------------------------------------------------------------------------
 
@@ -309,6 +279,37 @@ class SeedGroup:
         return False
 
 
+def vmapped_losses(models: list, parts: list) -> torch.Tensor:
+    """The (K,) training losses of K models of one architecture, model k on its NarPart `parts[k]` (its
+    batch and noise), as one vmapped shape-static forward over parameters stacked on a seed axis. The
+    stacking is differentiable: a backward of their sum puts each model's gradient in its own `.grad`."""
+    from torch.func import functional_call
+
+    from relreason.models.batch import Batch
+    from relreason.models.kernels import plain_autograd
+
+    template = models[0]
+    spec = parts[0].batch.spec
+    names = [n for n, _ in template.named_parameters()]
+    params = {n: torch.stack([dict(m.named_parameters())[n] for m in models]) for n in names}  # (K, ...)
+    buffers = {n: torch.stack([dict(m.named_buffers())[n] for m in models]) for n, _ in template.named_buffers()}
+    batches = stack_batches([p.batch for p in parts])
+    index = torch.arange(len(models), device=parts[0].batch.device)  # (K,): the seed axis' positions
+    noises = tuple(p.noise for p in parts)
+
+    def loss_of(params, buffers, b, idx):
+        batch = Batch(spec, b["inputs"], b["hints"], b["outputs"], b["lengths"], b["node_mask"])
+        noise = SeedNoise(0, noises[0].rows, noises[0].size, members=noises, index=idx)
+        out = functional_call(template, {**params, **buffers}, (batch,),
+                              {"train": True, "generator": noise, "static": True})
+        return template.loss(batch, out, read_terms=False)[0]
+
+    # randomness "same": every draw is made outside the seed axis by the seeds' own generators (SeedNoise);
+    # vmap_problems keeps models that draw from torch's global generator (processor dropout) out
+    with plain_autograd():
+        return torch.vmap(loss_of, randomness="same")(params, buffers, batches, index)
+
+
 class _NoBar:
     """The members' own progress bars: the group shows one."""
 
@@ -339,4 +340,4 @@ def stack_batches(batches: list) -> dict:
             "node_mask": torch.stack([b.node_mask for b in batches])}
 
 
-__all__ = ["Strategy", "SeedNoise", "SeedGroup", "run_group", "seed_configs", "group_names", "stack_batches"]
+__all__ = ["Strategy", "SeedNoise", "SeedGroup", "run_group", "vmapped_losses", "seed_configs", "group_names", "stack_batches"]
