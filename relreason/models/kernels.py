@@ -39,7 +39,8 @@ import torch
 
 RECOMPILE_LIMIT = 64  # compiled variants kept per expression (dtypes x stride patterns x size classes)
 _compiled: dict[Callable[..., torch.Tensor], Callable[..., torch.Tensor]] = {}
-_state = {"on": True, "broken": "", "compiled_calls": 0, "smallest_chunks": False, "plain": False}
+_state = {"on": True, "broken": "", "compiled_calls": 0, "smallest_chunks": False, "plain": False,
+          "no_reads": False}
 
 
 def broken() -> str:
@@ -74,17 +75,34 @@ def enabled(on: bool) -> Iterator[None]:
 def plain_autograd() -> Iterator[None]:
     """Within the block, models run plain autograd expressions in place of custom Functions and fused
     kernels, with no branch on a tensor's value (module docstring): the forward runs under torch.vmap."""
-    before = _state["plain"]
-    _state["plain"] = True
+    before = _state["plain"], _state["no_reads"]
+    _state["plain"] = _state["no_reads"] = True
     try:
         yield
     finally:
-        _state["plain"] = before
+        _state["plain"], _state["no_reads"] = before
 
 
 def plain() -> bool:
     """True inside `plain_autograd()`."""
     return _state["plain"]
+
+
+@contextlib.contextmanager
+def no_host_reads() -> Iterator[None]:
+    """Within the block (the shape-static step), kernels take no shortcut that reads a tensor's value back
+    to the host (`reads_allowed()` is False); their results do not change."""
+    before = _state["no_reads"]
+    _state["no_reads"] = True
+    try:
+        yield
+    finally:
+        _state["no_reads"] = before
+
+
+def reads_allowed() -> bool:
+    """False inside `no_host_reads()` or `plain_autograd()`."""
+    return not _state["no_reads"]
 
 
 @contextlib.contextmanager

@@ -43,6 +43,7 @@ from relreason.models.config import ModelConfig, PointerCandidates, PointerDecod
 from relreason.models.decoders import (EDGE_POINTER_CHUNK, DecodeContext, Decoders, feedback, fuse_permutation,
                                        harden, uniform)
 from relreason.models.encoders import Encoders, check_supported, entry_form, model_form
+from relreason.models.kernels import no_host_reads
 from relreason.models.losses import element_mask, feature_loss_sum
 from relreason.models.noise import Noise, Site, as_noise, stream, subset
 from relreason.models.processors import PROCESSORS, Processor, State
@@ -153,7 +154,8 @@ class Net(nn.Module):
             if cfg.sparse is SparseMode.ALWAYS:
                 raise RelreasonError("the shape-static step (train.static_step) runs dense graphs only",
                                      "set model.sparse: auto or never, or train.static_step: false")
-            return self._forward_static(batch, train, noise, return_state)
+            with no_host_reads():
+                return self._forward_static(batch, train, noise, return_state)
         graph = self.sparse_graph(batch, return_state)
         if graph is not None:
             return self._forward_sparse(batch, graph, train, noise, hard_hints)

@@ -32,7 +32,7 @@ from torch import nn
 
 from relreason.errors import RelreasonError
 from relreason.models.encoders import EdgeInput, linear
-from relreason.models.kernels import plain
+from relreason.models.kernels import plain, reads_allowed
 from relreason.models.precision import float32_apply
 from relreason.models.processors.base import Processor, State, masked_fill_value, register_processor
 from relreason.models.sparse import SparseForm, SparseGraph, segment_max
@@ -114,7 +114,7 @@ class MPNN(Processor):
         params = [t for layer in self.mlp for t in (layer.weight, layer.bias)]
         if plain():  # vmap (relreason.models.kernels.plain_autograd): the same numbers by plain autograd
             return _messages_plain(receiver, sender, raw, wc, allowed, *params)
-        if bool(allowed.all()):  # common case (no padding, MPNN): no (B, N, N, H) masking pass
+        if reads_allowed() and bool(allowed.all()):  # common case (no padding, MPNN): no (B, N, N, H) masking pass
             allowed = None
         return float32_apply(_Messages.apply, receiver, sender, raw, wc, allowed, *params)
 
