@@ -168,3 +168,25 @@ def test_cli_train_seeds_writes_a_run_directory_per_seed(tmp_path):
     assert bad.exit_code == 1 and "--seeds '0,x' is not a comma list" in bad.output
     dup = runner.invoke(app, ["train", "mpnn", "bellman_ford", "--seeds", "1,1", "--recipe", "default"])
     assert dup.exit_code == 1 and "repeats a seed" in dup.output
+
+
+def test_each_seed_clips_its_own_gradients(tmp_path, monkeypatch):
+    """The gradients each Adam steps with, after clipping, are the single run's: the global norm is per seed
+    (weights alone cannot show it: Adam's normalisation undoes a common scale almost entirely)."""
+    stepped: dict[int, list[torch.Tensor]] = {}
+    adam_step = torch.optim.Adam.step
+
+    def spy(self, *args, **kwargs):
+        stepped.setdefault(id(self), [p.grad.clone() for g in self.param_groups for p in g["params"]])
+        return adam_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", spy)
+    one_step = ["train.train_examples=4", "train.eval_every_examples=4", "train.grad_clip=0.01"]
+    run_group(tiny(tmp_path, "mpnn", one_step), SEEDS, out=tmp_path / "group", names=[f"g-s{s}" for s in SEEDS],
+              show_progress=False)
+    single_runs(tmp_path, "mpnn", one_step)
+    group, single = list(stepped.values())[:2], list(stepped.values())[2:]
+    for g, a in zip(group, single):
+        assert len(g) == len(a)
+        for x, y in zip(g, a):
+            torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-6)
