@@ -101,6 +101,10 @@ class TrainConfig:
     warmup_examples: int = 0  # linear warm-up of lr over this many examples first; 0: none (no paper reproduced here warms up)
     min_lr: float = 0.0  # the rate cosine / linear decay reaches at train.train_examples; must stay 0 under constant
     log: str = "none"  # none | tensorboard: also TensorBoard event files in the run directory (pip install 'relreason[tensorboard]')
+    # the shape-static step: samples whose trajectory ended are masked, not dropped, so every shape is fixed
+    # and nothing is read back to the host (seed groups and CUDA graphs need it); the same numbers to float
+    # rounding, a little more work on CPU (finished samples still compute); dense graphs only
+    static_step: bool = False
 
     def problems(self) -> list[str]:
         out = [f"train.{k} must be positive, got {getattr(self, k)}"

@@ -222,3 +222,43 @@ def code_record() -> dict:
     except (OSError, subprocess.SubprocessError):
         commit = dirty = None
     return {"version": relreason.__version__, "source": source_digest(), "commit": commit, "dirty": dirty}
+
+
+# Tensor operations that read a value back to the host (on CUDA each waits for the device): what the
+# shape-static step must not call. `nonzero` and friends return a data-dependent shape, so they wait too.
+HOST_READS = ("item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__", "nonzero",
+              "argwhere", "masked_select", "unique", "unique_consecutive", "equal", "allclose")
+
+
+def count_host_syncs():
+    """A context manager counting the calls of HOST_READS (as Tensor methods or torch functions) made
+    inside it, by name: `with count_host_syncs() as seen: step(); assert not seen`. Works on CPU, where
+    nothing waits, so a test there guards what would stall a GPU."""
+    from collections import Counter
+
+    from torch.overrides import TorchFunctionMode
+
+    class _Count(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = Counter()
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            name = getattr(func, "__name__", "")
+            if name in HOST_READS or (name == "to" and _to_host(args, kwargs or {})):
+                self.seen[name] += 1
+            return func(*args, **(kwargs or {}))
+
+        def __enter__(self):
+            super().__enter__()
+            return self.seen
+
+    return _Count()
+
+
+def _to_host(args, kwargs) -> bool:
+    """Whether a `Tensor.to(...)` call moves a non-CPU tensor to the CPU."""
+    import torch
+
+    target = kwargs.get("device", args[1] if len(args) > 1 else None)
+    return isinstance(args[0], torch.Tensor) and args[0].device.type != "cpu" and str(target).startswith("cpu")

@@ -89,6 +89,11 @@ def train_cmd(
     print_config: Annotated[bool, typer.Option("--print-config",
                                                help="Print the resolved config, each key with its source, and exit.")] = False,
     as_json: JsonOpt = False,
+    seeds: Annotated[Optional[str], typer.Option(
+        "--seeds", help="Train these seeds (comma list) as one seed group in one process, each exactly its own "
+                        "run NAME-sSEED (relreason.train.seed_group).", show_default=False)] = None,
+    seed_strategy: Annotated[str, typer.Option(
+        "--seed-strategy", help="How a seed group shares its step: auto (vmap where it applies), vmap, loop.")] = "auto",
 ) -> None:
     """Train a model on a task; keep the best-on-validation weights; test them out of distribution.
 
@@ -100,6 +105,7 @@ def train_cmd(
       relreason train mpnn bellman_ford --recipe quick\n
       relreason train triplet_gmpnn core8 --recipe quick --seed 1\n
       relreason train mpnn bfs --recipe quick --graph ws:k=4,p=0.1\n
+      relreason train rt bellman_ford --recipe quick --seeds 0,1,2,3 --name rt-bf\n
       torchrun --nproc-per-node 2 -m relreason train mpnn bellman_ford --recipe quick
     """
     from relreason.config import config_yaml
@@ -108,6 +114,9 @@ def train_cmd(
 
     if name is not None:
         check_run_name(name)
+    if seeds is not None:
+        return _train_group(model, task, recipe, sets, seed, name, out_dir, resume, device, graph, print_config,
+                            as_json, seeds, seed_strategy)
     if resume:
         if name is None:
             raise RelreasonError("--resume needs the run's --name", "e.g. relreason train mpnn bfs --name myrun --resume")
@@ -147,6 +156,57 @@ def train_cmd(
     title = (f"{model_label(model, cfg.model)} on {task}: {result.test_label} — "
              f"{METRIC_LABELS.get(result.metric, result.metric)}")
     out.print(rich_table(*score_table({**result.test, "metric": result.metric}), title))
+
+
+def parse_seeds(text: str) -> list[int]:
+    """`--seeds 0,1,2,3` -> [0, 1, 2, 3] (also ranges: `0-3`)."""
+    out: list[int] = []
+    try:
+        for item in text.split(","):
+            lo, _, hi = item.strip().partition("-")
+            out.extend(range(int(lo), int(hi) + 1) if hi else [int(lo)])
+    except ValueError:
+        raise RelreasonError(f"--seeds {text!r} is not a comma list of seeds", "e.g. --seeds 0,1,2,3 or --seeds 0-3") from None
+    return out
+
+
+def _train_group(model, task, recipe, sets, seed, name, out_dir, resume, device, graph, print_config, as_json,
+                 seeds_text, strategy) -> None:
+    """`train --seeds`: one seed group (relreason.train.seed_group.run_group), a run directory per seed."""
+    from relreason.config import config_yaml
+    from relreason.train.loop import default_run_name, resume_config
+    from relreason.train.seed_group import Strategy, group_names, run_group
+
+    seeds = parse_seeds(seeds_text)
+    if seed is not None:
+        raise RelreasonError("--seed and --seeds together", "give the seeds with --seeds alone")
+    if strategy not in [s.value for s in Strategy]:
+        raise RelreasonError(f"--seed-strategy {strategy!r} is not one of {', '.join(s.value for s in Strategy)}",
+                             "e.g. --seed-strategy auto")
+    if resume and name is None:
+        raise RelreasonError("--resume needs the group's --name", "e.g. relreason train mpnn bfs --seeds 0,1 --name g --resume")
+    if resume:
+        cfg = resume_config(out_dir / group_names(name, seeds[:1])[0], overrides_of(sets, None, device, graph), recipe)
+    else:
+        if graph is not None:
+            _graph_task(task)
+        cfg = resolve(model, task, recipe, sets, None, device, graph)
+    if print_config:
+        out.print(config_yaml(cfg, sources=True), highlight=False, markup=False, end="")
+        return
+    base = name or default_run_name(cfg).replace(f"-s{cfg.train.seed}-", "-")
+    results = run_group(cfg, seeds, out=out_dir, names=group_names(base, seeds), resume=resume,
+                        command=command_line(), strategy=strategy)
+    if any(r.interrupted for r in results):
+        raise typer.Exit(130)
+    rows = [{"seed": s, "run": str(r.run_dir), "best_val": r.best_val, "examples": r.examples,
+             "seconds": r.seconds, "metric": r.metric, "test": r.test} for s, r in zip(seeds, results)]
+    if as_json:
+        out.print_json(json.dumps({"runs": rows}))
+        return
+    for row in rows:
+        out.print(f"seed {row['seed']}: {row['run']}  test {row['metric']} {row['test'].get('score', float('nan')):.4f}",
+                  highlight=False)
 
 
 def _graph_task(task: str) -> None:

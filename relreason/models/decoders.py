@@ -43,7 +43,7 @@ from torch import nn
 from relreason.data.specs import Feature, Location, Type
 from relreason.models.config import PointerDecoding
 from relreason.models.encoders import PTR, EdgeInput, check_supported, linear, one_hot
-from relreason.models.kernels import chunk_budget
+from relreason.models.kernels import chunk_budget, plain
 from relreason.models.noise import Noise
 from relreason.models.precision import float32_apply
 from relreason.models.sparse import SparseGraph
@@ -157,8 +157,14 @@ def pointer_logits(p1: torch.Tensor, p2: torch.Tensor, edge: EdgeInput | None, w
             col += state.shape[-1]
         if extra is not None:
             extra = extra.transpose(1, 2)  # [i, j] from the pair (j, i)
-    return float32_apply(_PointerLogits.apply, p1, p2 if bias is None else p2 + bias, raw_t, wc, extra,
-                         out.weight[0], out.bias)
+    p2 = p2 if bias is None else p2 + bias
+    if plain():  # vmap (relreason.models.kernels.plain_autograd): `_PointerLogits` by plain autograd
+        d = p2.unsqueeze(1) - p1.unsqueeze(2) + raw_t @ wc  # (B, N, N, H)
+        if extra is not None:
+            d = d + extra
+        w = out.weight[0]
+        return d.relu() @ w + (p1 @ w + out.bias).unsqueeze(-1)  # (B, N, N)
+    return float32_apply(_PointerLogits.apply, p1, p2, raw_t, wc, extra, out.weight[0], out.bias)
 
 
 EDGE_POINTER_CHUNK = 1 << 24  # elements of the (B, c, N, N, H) slab evaluated at a time without autograd

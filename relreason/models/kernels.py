@@ -22,6 +22,11 @@ Eager kernels that work in chunks of a budget (the ET's triangular product: `chu
 edge-pointer logits: EDGE_POINTER_CHUNK elements) read it through `chunk_budget`: within
 `smallest_chunks()` they take one row at a time, so what the memory probes measure grows with the graphs
 alone, and the chunk buffer, bounded by the budget, is added as the constant it is (`Net.eval_workspace`).
+
+Within `plain_autograd()` the models' hand-written autograd Functions (the MPNN messages, the triplet
+max-plus, the pointer decoders' logits, the ET's triangular product) and fused kernels give way to the
+plain autograd expressions they equal (to float rounding), and no shortcut reads a tensor's value: what
+`torch.vmap` needs (a seed group's step, relreason.train.seed_group). They cost more memory there.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ import torch
 
 RECOMPILE_LIMIT = 64  # compiled variants kept per expression (dtypes x stride patterns x size classes)
 _compiled: dict[Callable[..., torch.Tensor], Callable[..., torch.Tensor]] = {}
-_state = {"on": True, "broken": "", "compiled_calls": 0, "smallest_chunks": False}
+_state = {"on": True, "broken": "", "compiled_calls": 0, "smallest_chunks": False, "plain": False,
+          "no_reads": False}
 
 
 def broken() -> str:
@@ -63,6 +69,40 @@ def enabled(on: bool) -> Iterator[None]:
         yield
     finally:
         _state["on"] = before
+
+
+@contextlib.contextmanager
+def plain_autograd() -> Iterator[None]:
+    """Within the block, models run plain autograd expressions in place of custom Functions and fused
+    kernels, with no branch on a tensor's value (module docstring): the forward runs under torch.vmap."""
+    before = _state["plain"], _state["no_reads"]
+    _state["plain"] = _state["no_reads"] = True
+    try:
+        yield
+    finally:
+        _state["plain"], _state["no_reads"] = before
+
+
+def plain() -> bool:
+    """True inside `plain_autograd()`."""
+    return _state["plain"]
+
+
+@contextlib.contextmanager
+def no_host_reads() -> Iterator[None]:
+    """Within the block (the shape-static step), kernels take no shortcut that reads a tensor's value back
+    to the host (`reads_allowed()` is False); their results do not change."""
+    before = _state["no_reads"]
+    _state["no_reads"] = True
+    try:
+        yield
+    finally:
+        _state["no_reads"] = before
+
+
+def reads_allowed() -> bool:
+    """False inside `no_host_reads()` or `plain_autograd()`."""
+    return not _state["no_reads"]
 
 
 @contextlib.contextmanager

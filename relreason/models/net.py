@@ -43,6 +43,7 @@ from relreason.models.config import ModelConfig, PointerCandidates, PointerDecod
 from relreason.models.decoders import (EDGE_POINTER_CHUNK, DecodeContext, Decoders, feedback, fuse_permutation,
                                        harden, uniform)
 from relreason.models.encoders import Encoders, check_supported, entry_form, model_form
+from relreason.models.kernels import no_host_reads
 from relreason.models.losses import element_mask, feature_loss_sum
 from relreason.models.noise import Noise, Site, as_noise, stream, subset
 from relreason.models.processors import PROCESSORS, Processor, State
@@ -129,7 +130,7 @@ class Net(nn.Module):
     # -- forward -------------------------------------------------------------------------------
 
     def forward(self, batch: Batch, *, train: bool, generator: torch.Generator | Noise | None = None,
-                return_state: bool = False, hard_hints: bool = False) -> NetOutput:
+                return_state: bool = False, hard_hints: bool = False, static: bool = False) -> NetOutput:
         """Runs the hint loop. `generator` draws teacher forcing, Gumbel noise and dropout (training only),
         each site and step from its own stream drawn for the global batch (relreason.models.noise), so
         a sample's noise does not depend on the batch it is in; `return_state` also returns the final
@@ -139,12 +140,22 @@ class Net(nn.Module):
         Each step computes only the samples still running (a sample with L hint steps runs
         max(1, L - 1) steps): the batch shrinks as trajectories end, which skips about a third of
         the work on CLRS batches; the others keep their state and get zero hint predictions there
-        (never scored). A sample's outputs are decoded at its own last step."""
+        (never scored). A sample's outputs are decoded at its own last step.
+
+        `static` (the shape-static step, `_forward_static`): finished samples are masked, not dropped: every
+        step computes all B samples and every shape is fixed by the batch's tensors alone, with no host
+        synchronisation (a seed group's vmap and CUDA graphs need it). The same numbers to float rounding."""
         cfg, proc = self.cfg, self.processor
         B, n, device = batch.size, batch.n, batch.device
         if hard_hints and train:
             raise ValueError("hard_hints is for evaluation (train=False): the loss reads raw hint predictions")
         noise = as_noise(generator, B)
+        if static:
+            if cfg.sparse is SparseMode.ALWAYS:
+                raise RelreasonError("the shape-static step (train.static_step) runs dense graphs only",
+                                     "set model.sparse: auto or never, or train.static_step: false")
+            with no_host_reads():
+                return self._forward_static(batch, train, noise, return_state)
         graph = self.sparse_graph(batch, return_state)
         if graph is not None:
             return self._forward_sparse(batch, graph, train, noise, hard_hints)
@@ -227,6 +238,71 @@ class Net(nn.Module):
         hints = kept if hard_hints else {k: torch.stack(v, 1) for k, v in hint_preds.items()}
         final = State(state.node, final_edge, state.graph) if return_state else None
         return NetOutput(outputs, hints, batch.node_mask, final, hard_hints=hard_hints)
+
+    # -- the shape-static step ---------------------------------------------------------------------
+
+    def _forward_static(self, batch: Batch, train: bool, noise: Noise | None, return_state: bool) -> NetOutput:
+        """`forward` with finished samples masked, not dropped: all B samples run all S steps (S from the
+        hint tensors' length, so a batch padded to a longer trajectory runs more, fully masked, steps); a
+        finished sample keeps its state through `torch.where` and gets zero hint predictions; its outputs
+        are those decoded at its own last step. No Python branch reads a tensor's value, so nothing waits
+        for the device and the step runs under `torch.vmap` (relreason.train.seed_group).
+
+        Per-sample noise is drawn for the whole batch as in `forward`, so each sample sees the same
+        numbers; the dense form only (a seed group refuses `model.sparse: always`)."""
+        cfg, proc = self.cfg, self.processor
+        B, n, device = batch.size, batch.n, batch.device
+        S = max(1, batch.max_length - 1)
+        steps = (batch.lengths - 1).clamp(min=1)  # (B,) steps each sample runs
+        hard = cfg.hint_repred is not RepredMode.SOFT and not (cfg.hint_repred is RepredMode.HARD_ON_EVAL and train)
+        reads = proc.decoder_inputs
+        read_prev_edge = proc.carry_edge or reads.edge_history
+        edge_in_form = (lambda e: e) if proc.factored_edges else (lambda e: e.dense())  # noqa: E731
+
+        base = self.encoders.encode_inputs(batch.inputs, batch.node_mask)
+        state = proc.initial_state(B, n, device, base.node.dtype)
+        edge0 = state.edge
+        hint_preds: dict[str, list[torch.Tensor]] = {f.name: [] for f in self.hint_features} if self.hint_decoders else {}
+        prev: dict[str, torch.Tensor] = {}  # last step's raw hint predictions (B, ...), zero for finished samples
+        outputs: dict[str, torch.Tensor] = {}
+        final_edge = None  # (B, N, N, E) with return_state
+        for s in range(S):
+            running = steps > s  # (B,) bool
+            ending = steps == s + 1  # (B,) bool: this is the sample's last step
+            values = self._hint_inputs(batch, s, prev, None, train, hard, stream(noise, Site.TEACHER_FORCING, s))
+            feats = self.encoders.encode_step(base, values)
+            edge_in = edge_in_form(feats.edge)
+            new = State(state.node, state.edge if proc.carry_edge else edge0, state.graph)
+            for _ in range(cfg.processor_steps):
+                new = proc(feats.node, edge_in, feats.graph, new, feats.adj, batch.node_mask)
+                if new.graph is None:
+                    new = replace(new, graph=state.graph)
+            if train and cfg.dropout > 0:
+                keep = uniform(new.node.shape, device, stream(noise, Site.DROPOUT, s)) >= cfg.dropout
+                new = replace(new, node=new.node * keep / (1.0 - cfg.dropout))
+            ctx = DecodeContext(
+                h=torch.cat([feats.node, state.node, new.node], -1),  # (B, N, H + 2D)
+                edge=feats.edge if reads.edge_features else None, edge_state=new.edge if proc.edge_dim else None,
+                prev_edge=state.edge if read_prev_edge and proc.edge_dim else None,
+                graph=feats.graph, adj=feats.adj, node_mask=batch.node_mask,
+                prev_graph=state.graph if reads.graph_history else None,
+                graph_state=new.graph if reads.graph_history else None)
+            if self.hint_decoders is not None:
+                raw = self.hint_decoders(ctx, train, stream(noise, Site.HINT_DECODERS, s))
+                prev = {k: _where(running, v, torch.zeros_like(v)) for k, v in raw.items()}
+                for k, v in prev.items():
+                    hint_preds[k].append(v)
+            out = self.output_decoders(ctx, train, stream(noise, Site.OUTPUT_DECODERS, s))
+            outputs = {k: _where(ending, v, outputs[k] if k in outputs else torch.zeros_like(v))
+                       for k, v in out.items()}
+            if return_state and new.edge is not None:
+                final_edge = _where(running, new.edge, torch.zeros_like(new.edge) if final_edge is None else final_edge)
+            new_edge = new.edge if proc.carry_edge else state.edge
+            state = State(_where(running, new.node, state.node), _where(running, new_edge, state.edge),
+                          _where(running, new.graph, state.graph))
+        hints = {k: torch.stack(v, 1) for k, v in hint_preds.items()}  # (B, S, ...)
+        final = State(state.node, final_edge, state.graph) if return_state else None
+        return NetOutput(outputs, hints, batch.node_mask, final)
 
     # -- the sparse form -------------------------------------------------------------------------
 
@@ -379,13 +455,14 @@ class Net(nn.Module):
 
     # -- loss and predictions ------------------------------------------------------------------
 
-    def loss(self, batch: Batch, out: NetOutput, counts: Callable[[torch.Tensor], torch.Tensor] | None = None
-             ) -> tuple[torch.Tensor, dict[str, float]]:
+    def loss(self, batch: Batch, out: NetOutput, counts: Callable[[torch.Tensor], torch.Tensor] | None = None,
+             read_terms: bool = True) -> tuple[torch.Tensor, dict]:
         """Sum of the output losses and (hints decoded) the hint losses averaged over valid steps.
 
         `counts` (distributed training) maps this batch's numbers of valid elements, one per term (K,),
         to what each term's summed loss is divided by: the global batch's numbers over the number of
-        processes, so the processes' mean loss (and DDP's mean gradient) is the global batch's."""
+        processes, so the processes' mean loss (and DDP's mean gradient) is the global batch's.
+        `read_terms` False: the terms stay 0-d tensors (nothing read back to the host: the shape-static step)."""
         if out.hard_hints:
             raise ValueError("loss reads raw hint predictions; this NetOutput holds hard ones (hard_hints=True)")
         sums: dict[str, torch.Tensor] = {}
@@ -411,7 +488,7 @@ class Net(nn.Module):
         number = torch.stack(list(numbers.values()))  # (K,)
         # a term with no valid element is 0, not NaN (the reference's max(count, eps))
         terms = torch.stack(list(sums.values())) / (number.clamp(min=1) if counts is None else counts(number))
-        return terms.sum(), dict(zip(sums, terms.detach().tolist()))
+        return terms.sum(), dict(zip(sums, terms.detach().tolist() if read_terms else terms.detach().unbind()))
 
     def _hard(self, name: str, raw: torch.Tensor, node_mask: torch.Tensor, graph: sp.SparseGraph | None
               ) -> torch.Tensor:

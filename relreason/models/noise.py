@@ -44,15 +44,16 @@ class Noise:
     # the stream's generator, made at the first draw and shared by `select`ed views, so successive
     # draws of one site (two permutation decoders) continue the stream instead of repeating it
     _stream: list = field(default_factory=list, compare=False, repr=False)
+    whole_batch: bool = field(default=False, compare=False)  # rows are 0..size-1 (known without reading them)
 
     @staticmethod
     def whole(seed: int, size: int) -> "Noise":
         """The noise of a batch that is the whole global batch (one process)."""
-        return Noise(seed, torch.arange(size), size)
+        return Noise(seed, torch.arange(size), size, whole_batch=True)
 
     def at(self, site: Site, *keys: int) -> "Noise":
         """The independent stream of one draw site (and step)."""
-        return Noise(derive_seed(self.seed, int(site), *keys), self.rows, self.size)
+        return Noise(derive_seed(self.seed, int(site), *keys), self.rows, self.size, whole_batch=self.whole_batch)
 
     def select(self, index: torch.Tensor | None) -> "Noise":
         """The same stream for the samples `index` of this batch (None: all of them)."""
@@ -68,7 +69,8 @@ class Noise:
         if not self._stream:
             self._stream.append(torch.Generator().manual_seed(self.seed))
         full = torch.rand((self.size,) + shape[1:], generator=self._stream[0], dtype=dtype)  # (G, ...)
-        mine = full if len(self.rows) == self.size and _is_range(self.rows) else full.index_select(0, self.rows)
+        whole = self.whole_batch or (len(self.rows) == self.size and _is_range(self.rows))
+        mine = full if whole else full.index_select(0, self.rows)
         return mine.to(device)
 
 

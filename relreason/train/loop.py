@@ -56,7 +56,8 @@ from relreason.train import checkpoint as ckpt
 
 # Keys a resumed run may change: they do not alter what already ran (a longer budget continues it; under a
 # decaying train.lr_schedule it stretches the decay over the new budget from there on).
-RESUMABLE_KEYS = ("train.train_examples", "train.device", "train.threads", "train.eval_batch_size", "train.log")
+RESUMABLE_KEYS = ("train.train_examples", "train.device", "train.threads", "train.eval_batch_size", "train.log",
+                  "train.static_step")
 # ... and train.lr may be lowered (a diverged run continues from its last checkpoint), recorded as a deviation
 LOWERABLE_KEYS = ("train.lr",)
 
@@ -407,11 +408,10 @@ class _Session:
         cfg, t, st, dd = self.cfg, self.cfg.train, self.state, self.dd
         model = self.wl.model
         module = dd.wrap(model)
-        per_step = t.batch_size
         bar = progress(t.train_examples, _desc(cfg), unit="ex", disable=not self.show_progress,
                        initial=st["examples"])
         started = time.time() - st["seconds"]
-        next_eval = (st["examples"] // t.eval_every_examples + 1) * t.eval_every_examples
+        self.next_eval = (st["examples"] // t.eval_every_examples + 1) * t.eval_every_examples
         model.train()
         stop = False
         try:
@@ -420,9 +420,7 @@ class _Session:
                     self.validate()
                 while st["examples"] < t.train_examples and not stop:
                     step = st["step"]
-                    rate = learning_rate(t, st["examples"])  # a function of the examples trained: exact on resume
-                    for group in self.opt.param_groups:
-                        group["lr"] = rate
+                    rate = self.set_rate()
                     losses = []
                     for part in self.wl.step_batches(step, dd.rank, dd.world):
                         with autocast(t.precision, dd.device):  # bf16: the forward only
@@ -435,22 +433,9 @@ class _Session:
                             raise self.diverged(step, value)
                         self.opt.zero_grad(set_to_none=True)
                         loss.backward()
-                        if t.grad_clip is not None:
-                            clip_grad_norm(model, t.grad_clip)
-                        self.opt.step()
+                        self.update()
                         losses.append(value)
-                    st["step"] += 1
-                    st["examples"] += per_step
-                    st["last_loss"] = sum(losses) / len(losses)
-                    st["seconds"] = time.time() - started
-                    self.tracker.scalars(st["examples"], {"train/loss": st["last_loss"], "train/lr": rate})
-                    bar.update(per_step)
-                    if st["examples"] >= next_eval or st["examples"] >= t.train_examples:
-                        score = self.validate()
-                        next_eval += t.eval_every_examples
-                        bar.set_postfix(loss=_fmt(st["last_loss"]), val=f"{score:.3f}", best=f"{st['best_val']:.3f}")
-                    else:
-                        bar.set_postfix(loss=_fmt(st["last_loss"]), best=f"{st['best_val']:.3f}", refresh=False)
+                    self.finish_step(losses, rate, started, bar)
         except KeyboardInterrupt:  # a second Ctrl-C: the step may be half done, so nothing is saved
             self.log(f"\nstopped without saving; --name {self.run_dir.name} --resume continues from the last "
                      f"checkpoint")
@@ -475,6 +460,37 @@ class _Session:
                               "last checkpoint before it",
                               f"{fixes}: a new run, or this one continued with --name {self.run_dir.name} --resume "
                               f"--set train.lr=LOWER (recorded as a deviation)")
+
+    # the pieces of one step, shared with seed groups (relreason.train.seed_group), in the order they run
+
+    def set_rate(self) -> float:
+        """Sets and returns the step's learning rate: a function of the examples trained (exact on resume)."""
+        rate = learning_rate(self.cfg.train, self.state["examples"])
+        for group in self.opt.param_groups:
+            group["lr"] = rate
+        return rate
+
+    def update(self) -> None:
+        """After the backward: this run's own global-norm clipping (if any), then its Adam step."""
+        if self.cfg.train.grad_clip is not None:
+            clip_grad_norm(self.wl.model, self.cfg.train.grad_clip)
+        self.opt.step()
+
+    def finish_step(self, losses: list[float], rate: float, started: float, bar) -> None:
+        """Counters, tracker and progress after a step's updates; validates (and checkpoints) when due."""
+        t, st = self.cfg.train, self.state
+        st["step"] += 1
+        st["examples"] += t.batch_size
+        st["last_loss"] = sum(losses) / len(losses)
+        st["seconds"] = time.time() - started
+        self.tracker.scalars(st["examples"], {"train/loss": st["last_loss"], "train/lr": rate})
+        bar.update(t.batch_size)
+        if st["examples"] >= self.next_eval or st["examples"] >= t.train_examples:
+            score = self.validate()
+            self.next_eval += t.eval_every_examples
+            bar.set_postfix(loss=_fmt(st["last_loss"]), val=f"{score:.3f}", best=f"{st['best_val']:.3f}")
+        else:
+            bar.set_postfix(loss=_fmt(st["last_loss"]), best=f"{st['best_val']:.3f}", refresh=False)
 
     def result(self, interrupted: bool) -> RunResult:
         st = self.state

@@ -224,12 +224,13 @@ class NarWorkload(Workload):
 
         i, batch, noise, world, idle = part
         task = self.tasks[i].name
+        static = self.cfg.train.static_step  # the shape-static step (relreason.models.net.Net._forward_static)
         if self.built.multi:
             out = module(task, batch, train=True, generator=noise)
         else:
-            out = module(batch, train=True, generator=noise)
+            out = module(batch, train=True, generator=noise, static=static)
         counts = count_normalizer(world, contributes=not idle) if world > 1 else None
-        loss, terms = self.built.net(task).loss(batch, out, counts=counts)
+        loss, terms = self.built.net(task).loss(batch, out, counts=counts, read_terms=not static)
         if idle:  # the stand-in row is no row of the global batch: zero loss, zero gradient, zero counts
             loss, terms = loss * 0.0, {k: 0.0 for k in terms}
         return loss, ({f"{task}/{k}": v for k, v in terms.items()} if self.built.multi else terms)

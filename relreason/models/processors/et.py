@@ -353,8 +353,11 @@ class TriangularAttention(nn.Module):
             o = torch.matmul(alpha, v1)  # (B, h, X, Y, c): sum_l alpha_xyl V1 e_xl, batched over x
         else:
             v2 = v2[0].transpose(2, 3)  # (B, h, Y, L, c): V2 e_ly
-            o = float32_apply(TriangularProduct.apply, alpha.reshape(b * h, n, n, n), v1.reshape(b * h, n, n, c),
-                              v2.reshape(b * h, n, n, c), self.budget, self.compiled).view(b, h, n, n, c)
+            args = (alpha.reshape(b * h, n, n, n), v1.reshape(b * h, n, n, c), v2.reshape(b * h, n, n, c))
+            if kernels.plain():  # vmap (relreason.models.kernels.plain_autograd): the product by plain autograd
+                o = _tri_sum_expr(*args).view(b, h, n, n, c)
+            else:
+                o = float32_apply(TriangularProduct.apply, *args, self.budget, self.compiled).view(b, h, n, n, c)
         return self.out(o.permute(0, 2, 3, 1, 4).reshape(b, n, n, d))  # concat heads, then Wo
 
 

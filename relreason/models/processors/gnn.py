@@ -31,6 +31,7 @@ from torch import nn
 
 from relreason.errors import RelreasonError
 from relreason.models.encoders import EdgeInput, linear
+from relreason.models.kernels import plain
 from relreason.models.precision import float32_apply
 from relreason.models.processors.base import Processor, State, masked_fill_value, register_processor
 from relreason.models.processors.mpnn import MPNN, MPNNConfig, fused_linear
@@ -123,6 +124,8 @@ def _running_max(a_t: torch.Tensor, c_t: torch.Tensor) -> torch.Tensor:
 
 def max_plus(a: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     """max_i (a[:, i, j] + c[:, i, k]) -> (B, N, N, T) with memory bounded by TRIPLET_CHUNK_ELEMENTS."""
+    if plain():  # vmap (relreason.models.kernels.plain_autograd): the (B, I, J, K, T) sum, differentiable
+        return (a.unsqueeze(3) + c.unsqueeze(2)).amax(1)
     return float32_apply(_MaxPlus.apply, a, c)
 
 

@@ -32,6 +32,7 @@ from torch import nn
 
 from relreason.errors import RelreasonError
 from relreason.models.encoders import EdgeInput, linear
+from relreason.models.kernels import plain, reads_allowed
 from relreason.models.precision import float32_apply
 from relreason.models.processors.base import Processor, State, masked_fill_value, register_processor
 from relreason.models.sparse import SparseForm, SparseGraph, segment_max
@@ -110,9 +111,11 @@ class MPNN(Processor):
         allowed = node_mask[:, :, None]  # (B, N, 1) senders
         if self.restrict_to_adj:
             allowed = allowed & adj
-        if bool(allowed.all()):  # common case (no padding, MPNN): no (B, N, N, H) masking pass
-            allowed = None
         params = [t for layer in self.mlp for t in (layer.weight, layer.bias)]
+        if plain():  # vmap (relreason.models.kernels.plain_autograd): the same numbers by plain autograd
+            return _messages_plain(receiver, sender, raw, wc, allowed, *params)
+        if reads_allowed() and bool(allowed.all()):  # common case (no padding, MPNN): no (B, N, N, H) masking pass
+            allowed = None
         return float32_apply(_Messages.apply, receiver, sender, raw, wc, allowed, *params)
 
 
@@ -157,6 +160,19 @@ def fused_linear(x: torch.Tensor, *layers: nn.Linear) -> tuple[torch.Tensor, ...
     w = torch.cat([layer.weight for layer in layers])
     b = torch.cat([layer.bias for layer in layers])
     return torch.nn.functional.linear(x, w, b).split([layer.out_features for layer in layers], -1)
+
+
+def _messages_plain(receiver: torch.Tensor, sender: torch.Tensor, raw: torch.Tensor, wc: torch.Tensor,
+                    allowed: torch.Tensor, *params: torch.Tensor) -> torch.Tensor:
+    """`_Messages` by plain autograd (what its docstring says it equals), with no branch on a value."""
+    x = receiver + sender + raw @ wc  # (B, N, N, H)
+    L = len(params) // 2
+    for k in range(L):
+        x = torch.nn.functional.linear(x.relu() if k == 0 else x, params[2 * k], params[2 * k + 1])
+        if 0 < k + 1 < L:
+            x = x.relu()
+    x = x.masked_fill(~allowed[..., None], masked_fill_value(x))
+    return torch.where(allowed.any(1)[..., None], x.amax(1), 0.0)  # (B, N, H)
 
 
 class _Messages(torch.autograd.Function):

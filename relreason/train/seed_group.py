@@ -1,0 +1,343 @@
+"""Seed groups: K seeds of one configuration trained in one process, each exactly its own run.
+
+    results = run_group(cfg, seeds=[0, 1, 2, 3], out=Path("runs"), names=["a-s0", ..., "a-s3"])
+
+Each seed is a full single run (relreason.train.loop's `_Session`): its own workload, so its own
+initialisation (`torch.manual_seed(seed)` at build), data order and noise (`derive_seed(seed, ...)`),
+Adam state, gradient clipping, validation, best checkpoint and run directory with the files a single
+run writes. Only the step's forward and backward are shared, in one of two ways (`Strategy`):
+
+- `vmap`: the K models' parameters are stacked on a leading seed axis (differentiably: each slice's
+  gradient lands in its own model's `.grad`), the K batches stacked likewise (hint trajectories padded
+  to the group's longest, graphs to its largest), and one `torch.vmap` of the shape-static forward
+  (relreason.models.net: finished samples masked, not dropped) and loss over the seed axis gives the
+  K losses; one backward. The noise of seed k is its own (`SeedNoise`: every draw is made by each
+  seed's own stream, as alone, and seed k's slice picked under vmap). Models run their plain autograd
+  kernels there (relreason.models.kernels.plain_autograd). Then each seed clips its own gradients
+  (the global norm is per seed) and steps its own Adam.
+- `loop`: the K steps one after the other, each the single run's own code (for what vmap cannot
+  run: multi-task workloads, text models, sparse graphs, several processes).
+
+Numbers: a seed's initial weights equal its single run's bit for bit; its first loss and gradients to
+float rounding (batched kernels round otherwise); a short run's weights to what Adam makes of that
+rounding (tests/train/test_seed_batch.py). Every file of the run directory is written by the same code
+as a single run's; with `vmap` the member's config records `train.static_step: true`, the step it ran
+(its single-run twin sets it too).
+
+Resume: each member resumes from its own `last/`. A kill may land between two members' checkpoints,
+leaving them at different steps: the group then steps only the members at the earliest step until
+all agree (each member's numbers do not depend on which others share its step).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import sys
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from relreason.config import Config
+from relreason.errors import RelreasonError
+from relreason.models.noise import Noise
+from relreason.runtime import RunLock, keep_freed_memory, progress
+
+
+class Strategy(str, enum.Enum):
+    AUTO = "auto"  # vmap where it applies, else loop
+    VMAP = "vmap"  # one batched forward and backward over the seed axis
+    LOOP = "loop"  # the members' steps one after the other, in one process
+
+
+@dataclass(frozen=True)
+class SeedNoise(Noise):
+    """The noise of K seeds under `torch.vmap`: `members[k]` is seed k's own `Noise` (drawn for its whole
+    batch, as in its single run); `index` is the seed axis' position (a (K,) tensor entered into vmap, so
+    inside it is each seed's own 0-d index). A draw makes every member's draw and keeps seed k's."""
+
+    members: tuple = ()
+    index: torch.Tensor | None = None
+
+    def at(self, site, *keys: int) -> "SeedNoise":
+        return dataclasses.replace(self, members=tuple(m.at(site, *keys) for m in self.members))
+
+    def select(self, index: torch.Tensor | None) -> "SeedNoise":
+        if index is not None:
+            raise ValueError("a seed group runs the shape-static step: no sample is selected out")
+        return self
+
+    def uniform(self, shape, device: torch.device, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        draws = torch.stack([m.uniform(shape, device, dtype) for m in self.members])  # (K, *shape)
+        return torch.index_select(draws, 0, self.index.reshape(1).to(device)).squeeze(0)  # seed k's, under vmap
+
+
+def group_names(base: str, seeds: list[int]) -> list[str]:
+    """Run names of a group's members: `base-s{seed}` each."""
+    return [f"{base}-s{s}" for s in seeds]
+
+
+def seed_configs(cfg: Config, seeds: list[int]) -> list[Config]:
+    """The members' configs: `cfg` with `train.seed` set to each seed (its source says so)."""
+    if not seeds:
+        raise RelreasonError("--seeds needs at least one seed", "e.g. --seeds 0,1,2,3")
+    if len(set(seeds)) != len(seeds):
+        raise RelreasonError(f"--seeds repeats a seed: {seeds}", "give each seed once")
+    if any(s < 0 for s in seeds):
+        raise RelreasonError(f"--seeds must be non-negative, got {seeds}", "e.g. --seeds 0,1,2")
+    out = []
+    for s in seeds:
+        c = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, seed=s), sources=dict(cfg.sources))
+        c.deviation = cfg.deviation
+        c.sources["train.seed"] = "--seeds"
+        out.append(c)
+    return out
+
+
+def vmap_problems(cfg: Config, workload, world: int = 1) -> list[str]:
+    """Why a member cannot take part in the vmapped step ([] when it can)."""
+    from relreason.models.config import SparseMode
+    from relreason.train.workloads import NarWorkload
+
+    out = []
+    if not isinstance(workload, NarWorkload):
+        out.append(f"{cfg.model_name} is not a graph (NAR) model")
+    elif workload.built.multi:
+        out.append("multi-task runs take one update per task")
+    elif cfg.model.sparse is SparseMode.ALWAYS:
+        out.append("model.sparse: always (the shape-static step is dense)")
+    if world > 1:
+        out.append("several processes")
+    if getattr(cfg.processor, "dropout", 0):
+        out.append(f"{cfg.model_name}'s processor.dropout draws from torch's global generator")
+    return out
+
+
+def run_group(cfg: Config, seeds: list[int], out: Path = Path("runs"), names: list[str] | None = None,
+              resume: bool = False, show_progress: bool = True, command: str | None = None, log=None,
+              strategy: Strategy | str = Strategy.AUTO, locks: list[RunLock] | None = None) -> list:
+    """Trains `cfg` once per seed in one process (module docstring); returns each seed's RunResult.
+
+    Args:
+        names: the members' run names (default: `group_names` of the default run name).
+        strategy: `Strategy` (auto: vmap where every member allows it).
+        locks: the members' run-directory locks, already held by the caller (`reproduce` claims cells).
+
+    Raises:
+        RelreasonError: bad seeds or names, a run directory that exists (without resume), vmap asked
+            where it does not apply (its reasons named)."""
+    from relreason.train.distributed import Distributed
+    from relreason.train.loop import _claim, _Session, check_run_name, default_run_name
+    from relreason.train.workloads import build_workload
+
+    log = log or (lambda msg: print(msg, file=sys.stderr))
+    strategy = Strategy(strategy)
+    members = seed_configs(cfg, list(seeds))
+    if names is None:
+        names = group_names(default_run_name(cfg).replace(f"-s{cfg.train.seed}-", "-"), list(seeds))
+    if len(names) != len(members) or len(set(names)) != len(names):
+        raise RelreasonError("a seed group needs one distinct run name per seed", f"got {names}")
+    for n in names:
+        check_run_name(n)
+    if strategy is not Strategy.LOOP:
+        for c in members:  # what the vmapped step runs, recorded (a single-run twin sets it too)
+            if not c.train.static_step:
+                c.train = dataclasses.replace(c.train, static_step=True)
+                c.sources["train.static_step"] = "seed group (vmap)"
+    keep_freed_memory()
+    with Distributed.start(cfg.train.device) as dd, ExitStack() as stack:
+        if dd.world > 1:
+            raise RelreasonError("a seed group trains in one process", "run it without torchrun")
+        sessions, workloads = [], []
+        try:
+            for k, (c, n) in enumerate(zip(members, names)):
+                run_dir = Path(out) / n
+                stack.enter_context(_claim(run_dir, resume, dd, None if locks is None else locks[k]))
+                wl = build_workload(c, dd.device)
+                workloads.append(wl)
+                sessions.append(_Session(c, run_dir, wl, command, log, False, dd))
+            dd.set_threads(cfg.train.threads)
+            problems = sorted({p for c, wl in zip(members, workloads) for p in vmap_problems(c, wl, dd.world)})
+            if strategy is Strategy.VMAP and problems:
+                raise RelreasonError(f"this seed group cannot run vmapped: {'; '.join(problems)}",
+                                     "use --set-free strategy loop (relreason train --seed-strategy loop)")
+            use_vmap = strategy is not Strategy.LOOP and not problems
+            if not use_vmap:
+                for s, c in zip(sessions, members):  # the loop runs each member's own step: as configured
+                    if c.sources.get("train.static_step") == "seed group (vmap)":
+                        c.train = dataclasses.replace(c.train, static_step=False)
+                        del c.sources["train.static_step"]
+                        s.cfg, s.wl.cfg = c, c
+            for s in sessions:
+                s.open(resume)
+            group = SeedGroup(sessions, use_vmap)
+            interrupted = group.train(show_progress, log)
+            results = []
+            for s in sessions:
+                r = s.result(interrupted)
+                if not interrupted:
+                    s.final_test(r)
+                results.append(r)
+            return results
+        finally:
+            for s in sessions:
+                s.tracker.close()
+            for wl in workloads:
+                wl.close()
+
+
+class SeedGroup:
+    """The members' shared step loop (module docstring). `step(step)` is the shape-static step: forward,
+    backward, each member's clipping and Adam, with nothing read back to the host."""
+
+    def __init__(self, sessions: list, use_vmap: bool):
+        self.sessions, self.use_vmap = sessions, use_vmap
+
+    # -- one step ----------------------------------------------------------------------------------
+
+    def batches(self, members: list, step: int) -> list:
+        """Each member's parts of `step`, built exactly as its single run builds them."""
+        return [s.wl.step_batches(step) for s in members]
+
+    def step(self, members: list, parts: list, step: int) -> torch.Tensor:
+        """One update of every member in `members` from its `parts`; returns the (K,) losses (on the
+        device, not read back)."""
+        for s in members:
+            s.opt.zero_grad(set_to_none=True)
+        if self.use_vmap:
+            losses = vmapped_losses([s.wl.model for s in members], [p[0] for p in parts])  # (K,)
+            losses.sum().backward()  # the members' losses are independent: each gets its own gradient
+            for s in members:
+                s.update()
+            return losses.detach()
+        out = []
+        for s, member_parts in zip(members, parts):  # each member's own step, as its single run
+            values = []
+            for part in member_parts:
+                s.opt.zero_grad(set_to_none=True)
+                loss, _ = s.wl.loss(s.wl.model, part, step)
+                loss.backward()
+                s.update()
+                values.append(loss.detach())
+            out.append(torch.stack(values).mean())
+        return torch.stack(out)
+
+    # -- the loop ----------------------------------------------------------------------------------
+
+    def train(self, show_progress: bool, log) -> bool:
+        """Runs every member to its budget; True when interrupted (Ctrl-C / SIGTERM: every member saves
+        `last/` at the end of the step, as a single run does)."""
+        from relreason.train.loop import _StopRequests
+
+        sessions = self.sessions
+        t = sessions[0].cfg.train
+        total = t.train_examples * len(sessions)
+        done = sum(s.state["examples"] for s in sessions)
+        bar = progress(total, f"{sessions[0].cfg.model_name} {sessions[0].cfg.task} x{len(sessions)} seeds",
+                       unit="ex", disable=not show_progress, initial=done)
+        starts = {id(s): time.time() - s.state["seconds"] for s in sessions}
+        for s in sessions:
+            s.next_eval = (s.state["examples"] // t.eval_every_examples + 1) * t.eval_every_examples
+            s.wl.model.train()
+        stop = False
+        try:
+            with _StopRequests(log) as requests:
+                for s in sessions:
+                    if s.state["step"] == 0:
+                        s.validate()
+                while not stop:
+                    waiting = [s for s in sessions if s.state["examples"] < t.train_examples]
+                    if not waiting:
+                        break
+                    step = min(s.state["step"] for s in waiting)
+                    members = [s for s in waiting if s.state["step"] == step]  # the others are ahead
+                    rates = [s.set_rate() for s in members]
+                    parts = self.batches(members, step)
+                    losses = self.step(members, parts, step).tolist()  # the loop's one read per step
+                    stop = requests.requested
+                    for s, rate, value in zip(members, rates, losses):
+                        if not math.isfinite(value):
+                            raise RelreasonError(f"the loss of seed {s.cfg.train.seed} became {value} at step {step}",
+                                                 "lower train.lr or set train.grad_clip")
+                        s.finish_step([value], rate, starts[id(s)], _NoBar())
+                    bar.update(t.batch_size * len(members))
+        except KeyboardInterrupt:
+            log("\nstopped without saving; --resume continues each seed from its last checkpoint")
+            return True
+        finally:
+            bar.close()
+        if stop:
+            for s in sessions:
+                s.state["seconds"] = time.time() - starts[id(s)]
+                s.checkpoint(s.last_dir, with_optimizer=True)
+            log(f"\ninterrupted: saved last/ of {len(sessions)} seeds; continue with --resume")
+            return True
+        return False
+
+
+def vmapped_losses(models: list, parts: list) -> torch.Tensor:
+    """The (K,) training losses of K models of one architecture, model k on its NarPart `parts[k]` (its
+    batch and noise), as one vmapped shape-static forward over parameters stacked on a seed axis. The
+    stacking is differentiable: a backward of their sum puts each model's gradient in its own `.grad`."""
+    from torch.func import functional_call
+
+    from relreason.models.batch import Batch
+    from relreason.models.kernels import plain_autograd
+
+    template = models[0]
+    spec = parts[0].batch.spec
+    names = [n for n, _ in template.named_parameters()]
+    params = {n: torch.stack([dict(m.named_parameters())[n] for m in models]) for n in names}  # (K, ...)
+    buffers = {n: torch.stack([dict(m.named_buffers())[n] for m in models]) for n, _ in template.named_buffers()}
+    batches = stack_batches([p.batch for p in parts])
+    index = torch.arange(len(models), device=parts[0].batch.device)  # (K,): the seed axis' positions
+    noises = tuple(p.noise for p in parts)
+
+    def loss_of(params, buffers, b, idx):
+        batch = Batch(spec, b["inputs"], b["hints"], b["outputs"], b["lengths"], b["node_mask"])
+        noise = SeedNoise(0, noises[0].rows, noises[0].size, members=noises, index=idx)
+        out = functional_call(template, {**params, **buffers}, (batch,),
+                              {"train": True, "generator": noise, "static": True})
+        return template.loss(batch, out, read_terms=False)[0]
+
+    # randomness "same": every draw is made outside the seed axis by the seeds' own generators (SeedNoise);
+    # vmap_problems keeps models that draw from torch's global generator (processor dropout) out
+    with plain_autograd():
+        return torch.vmap(loss_of, randomness="same")(params, buffers, batches, index)
+
+
+class _NoBar:
+    """The members' own progress bars: the group shows one."""
+
+    def update(self, *_a, **_k) -> None:
+        pass
+
+    def set_postfix(self, *_a, **_k) -> None:
+        pass
+
+
+def stack_batches(batches: list) -> dict:
+    """The members' batches as one dict of (K, B, ...) tensors: hint trajectories padded (zeros, masked by
+    `lengths`) to the longest, graphs padded (masked nodes) to the largest."""
+    n = max(b.n for b in batches)
+    batches = [b if b.n == n else b.pad_nodes(n) for b in batches]
+    T = max(b.max_length for b in batches)
+
+    def pad_time(x: torch.Tensor) -> torch.Tensor:  # (B, t, ...) -> (B, T, ...)
+        if x.shape[1] == T:
+            return x
+        return torch.cat([x, x.new_zeros((x.shape[0], T - x.shape[1]) + tuple(x.shape[2:]))], 1)
+
+    first = batches[0]
+    return {"inputs": {k: torch.stack([b.inputs[k] for b in batches]) for k in first.inputs},
+            "hints": {k: torch.stack([pad_time(b.hints[k]) for b in batches]) for k in first.hints},
+            "outputs": {k: torch.stack([b.outputs[k] for b in batches]) for k in first.outputs},
+            "lengths": torch.stack([b.lengths for b in batches]),
+            "node_mask": torch.stack([b.node_mask for b in batches])}
+
+
+__all__ = ["Strategy", "SeedNoise", "SeedGroup", "run_group", "vmapped_losses", "seed_configs", "group_names", "stack_batches"]
