@@ -47,6 +47,7 @@ import yaml
 from relreason.data.config import ClrsDataConfig, DataStream, LobsterDataConfig, TextDataConfig
 from relreason.errors import RelreasonError
 from relreason.protocol import NOT_PROTOCOL_KEYS
+from relreason.runtime import recipe_dir
 from relreason.schedules import schedule_problems
 from relreason.tracking import TRACKERS
 from relreason.registry import Registry
@@ -71,7 +72,7 @@ def _adopt_recipes(package: object) -> None:
 
 # Where the built-in recipes live: the top-level `recipes/` of a source checkout, shipped inside the
 # wheel as the `relreason.recipes` package data.
-RECIPE_DIR = _package_dir("relreason.recipes")
+RECIPE_DIR = recipe_dir()  # relreason.runtime: the checkout's recipes/, else the installed package data
 # recipe name -> its YAML file: the built-ins, then those of plugins (a package named by an entry point
 # of the group relreason.recipes: see relreason.plugins and docs/plugins.md)
 RECIPES: Registry[Path] = Registry("recipe", "relreason list recipes")

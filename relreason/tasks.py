@@ -112,6 +112,24 @@ METRIC_LABELS = {  # how a score is named beside its number
 }
 
 
+def feature_measure(task: str | None, feature: str | None = None) -> str:
+    """How a score of `task` is measured and which way is better: of one feature ("MSE ↓" for a scalar,
+    "F1 ↑" for a mask, "accuracy ↑" otherwise) or, with no feature, of the task's headline score; "" when
+    the task is not registered here (a plugin's that is not installed)."""
+    from relreason.data.specs import Type
+    from relreason.eval.metric_kinds import METRICS
+
+    if task is None or task not in TASKS:
+        return ""
+    t = TASKS.get(task)
+    if feature is None or t.metric == "relative_loss":
+        return METRICS.get(t.metric).short if t.metric in METRICS else ""
+    f = t.spec.get(feature) if t.spec is not None else None
+    if f is None:
+        return ""
+    return {Type.SCALAR: "MSE ↓", Type.MASK: "F1 ↑"}.get(f.type, "accuracy ↑")
+
+
 def _pick(value, default):
     """`value` unless it is None (0 and other falsy values are kept: they are the user's)."""
     return default if value is None else value

@@ -359,7 +359,9 @@ def score_table(res: dict) -> tuple[list[dict], list[str]]:
         from relreason.eval.text_score import text_table
 
         return text_table(res)
-    return score_rows(res, res.get("task")), ["feature", "score", "measure"]
+    from relreason.tasks import feature_measure
+
+    return score_rows(res, res.get("task"), feature_measure), ["feature", "score", "measure"]
 
 
 def parse_sizes(text: str) -> list[int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from typing import Callable
 
 from rich.table import Table
 
@@ -53,29 +54,12 @@ def _cell(v) -> str:
     return str(v)
 
 
-def measure(task: str | None, feature: str | None = None) -> str:
-    """How a score of `task` is measured and which way is better: of one feature ("MSE ↓" for a scalar,
-    "F1 ↑" for a mask, "accuracy ↑" otherwise) or, with no feature, of the task's headline score; "" when
-    the task is not registered here (a plugin's that is not installed)."""
-    from relreason.data.specs import Type
-    from relreason.eval.metric_kinds import METRICS
-    from relreason.tasks import TASKS
-
-    if task is None or task not in TASKS:
-        return ""
-    t = TASKS.get(task)
-    if feature is None or t.metric == "relative_loss":
-        return METRICS.get(t.metric).short if t.metric in METRICS else ""
-    f = t.spec.get(feature) if t.spec is not None else None
-    if f is None:
-        return ""
-    return {Type.SCALAR: "MSE ↓", Type.MASK: "F1 ↑"}.get(f.type, "accuracy ↑")
-
-
-def score_rows(scores: dict, task: str | None = None) -> list[dict]:
+def score_rows(scores: dict, task: str | None = None,
+               measure: Callable[[str | None, str | None], str] = lambda task, feature=None: "") -> list[dict]:
     """Rows for one evaluation: each output feature, the algorithm score, and hints when present, each
-    with how it is measured (`measure`: a scalar's squared error is lower-is-better, the rest higher);
-    for a multi-task evaluation, each task's features and score, then the mean over tasks."""
+    with how it is measured (`measure(task, feature)`, relreason.tasks.feature_measure: a scalar's squared
+    error is lower-is-better, the rest higher); for a multi-task evaluation, each task's features and score,
+    then the mean over tasks."""
     per_task = scores.get("per_task") or {}
 
     def rows_of(name: str | None, res: dict, prefix: str, headline: str) -> list[dict]:

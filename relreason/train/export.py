@@ -46,7 +46,9 @@ def _table(res: RunResults) -> tuple[list[dict], list[str]]:
         from relreason.eval.text_score import text_table
 
         return text_table(test)
-    return score_rows(test, res.task), ["feature", "score", "measure"]
+    from relreason.tasks import feature_measure
+
+    return score_rows(test, res.task, feature_measure), ["feature", "score", "measure"]
 
 
 def export_bundle(run_dir: Path, out_dir: Path | None = None) -> Path:

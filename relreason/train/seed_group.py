@@ -260,9 +260,8 @@ class SeedGroup:
                     losses = self.step(members, parts, step).tolist()  # the loop's one read per step
                     stop = requests.requested
                     for s, rate, value in zip(members, rates, losses):
-                        if not math.isfinite(value):
-                            raise RelreasonError(f"the loss of seed {s.cfg.train.seed} became {value} at step {step}",
-                                                 "lower train.lr or set train.grad_clip")
+                        if not math.isfinite(value):  # the seed's own run records it and says how to go on
+                            raise s.diverged(step, value)
                         s.finish_step([value], rate, starts[id(s)], _NoBar())
                     bar.update(t.batch_size * len(members))
         except KeyboardInterrupt:

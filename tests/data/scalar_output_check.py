@@ -17,7 +17,7 @@ from relreason.data.algorithms import register
 from relreason.data.probes import Recorder, positions
 from relreason.eval.report import score_rows
 from relreason.rundir import ValidationRow, read_metrics, read_results
-from relreason.tasks import TASKS
+from relreason.tasks import TASKS, feature_measure
 from relreason.train import run
 
 
@@ -46,4 +46,4 @@ if __name__ == "__main__":
                       "lower_is_better": stored.lower_is_better, "validations": vals,
                       "best_examples": stored.best_examples, "best_val": stored.best_val,
                       "measures": {r["feature"]: r["measure"] for r in score_rows(stored.test.to_dict(),
-                                                                                   "running_peak")}}))
+                                                                                   "running_peak", feature_measure)}}))
