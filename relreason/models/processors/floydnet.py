@@ -45,6 +45,7 @@ from torch import nn
 from relreason.errors import RelreasonError
 from relreason.models.encoders import linear
 from relreason.models.kernels import chunk_budget
+from relreason.models.config import coerce_enums
 from relreason.models.processors.base import Processor, State, check_config, masked_fill_value, register_processor
 
 
@@ -76,14 +77,7 @@ class FloydNetConfig:
     chunk_mb: int = 64  # memory budget (MB) of one chunk of pivot scores; results do not depend on it
 
     def __post_init__(self) -> None:
-        for name, kind in (("activation", Activation), ("norm", PairNorm)):
-            value = getattr(self, name)
-            if not isinstance(value, kind):  # YAML and --set give strings
-                try:
-                    setattr(self, name, kind(value))
-                except ValueError:
-                    choices = ", ".join(m.value for m in kind)
-                    raise RelreasonError(f"processor.{name}: unknown value {value!r}", f"use one of: {choices}") from None
+        coerce_enums(self, "processor", {"activation": Activation, "norm": PairNorm})
 
 
 class Affine(nn.Module):

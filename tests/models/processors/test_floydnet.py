@@ -8,23 +8,11 @@ import math
 
 import torch
 
+from hand_arithmetic import add, mv, pattern
 from relreason.models.processors import State
 from relreason.models.processors.floydnet import FloydNet, FloydNetConfig, pivotal_attention
 
 N, H = 3, 2  # nodes, width (= hidden, one head of width 2)
-
-
-def pattern(rows: int, cols: int, seed: int) -> list[list[float]]:
-    """A fixed matrix of small values in [-0.75, 0.75], different per seed."""
-    return [[((seed + 3 * r + 5 * c) % 7 - 3) / 4 for c in range(cols)] for r in range(rows)]
-
-
-def mv(w, x):
-    return [sum(a * b for a, b in zip(row, x)) for row in w]
-
-
-def add(*vectors):
-    return [sum(t) for t in zip(*vectors)]
 
 
 def layer_norm(x, eps=1e-5):

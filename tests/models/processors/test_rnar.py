@@ -9,21 +9,10 @@ import math
 import pytest
 import torch
 
+from hand_arithmetic import add, mv, pattern
 from relreason.models.processors.rnar import RNAR, RNARConfig
 
 N, H = 3, 2
-
-
-def pattern(rows: int, cols: int, seed: int) -> list[list[float]]:
-    return [[((seed + 3 * r + 5 * c) % 7 - 3) / 4 for c in range(cols)] for r in range(rows)]
-
-
-def mv(w, x):
-    return [sum(a * b for a, b in zip(row, x)) for row in w]
-
-
-def add(*vectors):
-    return [sum(t) for t in zip(*vectors)]
 
 
 def sigmoid(x):
