@@ -43,9 +43,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from relreason.errors import RelreasonError
+from relreason.models.config import coerce_enums
 from relreason.models.encoders import linear
 from relreason.models.kernels import chunk_budget
-from relreason.models.config import coerce_enums
 from relreason.models.processors.base import Processor, State, check_config, masked_fill_value, register_processor
 
 
