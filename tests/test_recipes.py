@@ -235,6 +235,8 @@ OTHER_PROTOCOLS = {  # the phrase of each other recipe's header that names its p
     "lobster_gcn": "The RT paper's GCN baseline", "text_paper": "at the paper's scale (Bounsi et al. 2024",
     "text_transformer": "sized for this 2-core CPU", "transnar": "TransNAR (Bounsi et al. 2024) on this CPU",
     "transnar_paper": "TransNAR at the paper's scale (Bounsi et al. 2024)",
+    "floydnet": "the Ibarz et al. protocol of Triplet-GMPNN", "rnar": "the protocol Triplet-GMPNN's Ibarz et al. one",
+    "g_forgetnet": "the protocol is Triplet-GMPNN's Ibarz et al. one",
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Mapping
 
 from relreason.errors import RelreasonError
 
@@ -76,6 +77,21 @@ class ScalarLoss(str, enum.Enum):
     RELATIVE = "relative"  # |y - y_hat| / |y|, the lobster benchmark's metric used as its objective
 
 
+def coerce_enums(cfg: object, section: str, kinds: Mapping[str, type[enum.Enum]]) -> None:
+    """Turns each option of a config dataclass named in `kinds` into its enum (YAML and `--set` give strings).
+
+    Raises:
+        RelreasonError: a value that is none of its enum's, named as `section.option`, with the choices."""
+    for name, kind in kinds.items():
+        value = getattr(cfg, name)
+        if not isinstance(value, kind):
+            try:
+                setattr(cfg, name, kind(value))
+            except ValueError:
+                choices = ", ".join(m.value for m in kind)
+                raise RelreasonError(f"{section}.{name}: unknown value {value!r}", f"use one of: {choices}") from None
+
+
 @dataclass
 class ModelConfig:
     """Encode-process-decode options shared by every processor."""
@@ -96,18 +112,10 @@ class ModelConfig:
     sparse: SparseMode = SparseMode.AUTO  # edge lists only where they give the dense numbers (>= 256 nodes, <= 5% edges)
 
     def __post_init__(self) -> None:
-        # YAML and `--set` give strings: normalize them to the enums (and reject unknown values).
-        for name, kind in (("hint_mode", HintMode), ("hint_repred", RepredMode),
-                           ("pointer_decoding", PointerDecoding), ("encoder_init", EncoderInit),
-                           ("scalar_loss", ScalarLoss), ("pointer_candidates", PointerCandidates),
-                           ("sparse", SparseMode)):
-            value = getattr(self, name)
-            if not isinstance(value, kind):
-                try:
-                    setattr(self, name, kind(value))
-                except ValueError:
-                    choices = ", ".join(m.value for m in kind)
-                    raise RelreasonError(f"model.{name}: unknown value {value!r}", f"use one of: {choices}") from None
+        coerce_enums(self, "model", {"hint_mode": HintMode, "hint_repred": RepredMode,
+                                     "pointer_decoding": PointerDecoding, "encoder_init": EncoderInit,
+                                     "scalar_loss": ScalarLoss, "pointer_candidates": PointerCandidates,
+                                     "sparse": SparseMode})
         if self.hidden < 1:
             raise RelreasonError(f"model.hidden must be positive, got {self.hidden}", "use e.g. 128")
         if not 0.0 <= self.teacher_forcing <= 1.0:

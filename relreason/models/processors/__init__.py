@@ -4,7 +4,7 @@ import importlib
 
 from relreason.models.processors.base import PROCESSORS, Processor, State, register_processor
 
-MODULES = ("mpnn", "gnn", "gcn", "rt", "transformer", "et", "dat")
+MODULES = ("mpnn", "gnn", "gcn", "rt", "transformer", "et", "dat", "floydnet", "rnar", "forgetnet")
 
 for _m in MODULES:
     try:

@@ -76,6 +76,9 @@ class Processor(nn.Module, abc.ABC):
     # What `forward_sparse` computes on edge lists (relreason.models.sparse.SparseForm): NONE (no sparse
     # form), EXACT (the dense numbers) or EDGES (messages along edges where the dense form uses all pairs).
     sparse_form: SparseForm = SparseForm.NONE
+    # False where the output depends on the order of the nodes by design (RNAR's LSTM reads them in order):
+    # permuting the nodes then need not permute the output.
+    permutation_equivariant: bool = True
 
     def __init__(self, cfg, hidden: int):
         super().__init__()

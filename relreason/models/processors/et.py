@@ -84,6 +84,7 @@ from torch.autograd.function import once_differentiable
 
 from relreason.errors import RelreasonError
 from relreason.models import kernels
+from relreason.models.config import coerce_enums
 from relreason.models.kernels import chunk_budget, fused
 from relreason.models.precision import float32_apply
 from relreason.models.processors.base import Processor, State, check_config, masked_fill_value, register_processor
@@ -132,14 +133,7 @@ class ETConfig:
     compiled_kernels: bool = True  # triangular products as compiled fused loops (models/kernels.py): 5-8x faster
 
     def __post_init__(self) -> None:
-        for name, kind in (("norm", Norm), ("graph_input", GraphInput), ("init", Init)):
-            value = getattr(self, name)
-            if not isinstance(value, kind):  # YAML and --set give strings
-                try:
-                    setattr(self, name, kind(value))
-                except ValueError:
-                    choices = ", ".join(m.value for m in kind)
-                    raise RelreasonError(f"processor.{name}: unknown value {value!r}", f"use one of: {choices}") from None
+        coerce_enums(self, "processor", {"norm": Norm, "graph_input": GraphInput, "init": Init})
 
 
 class TriangularProduct(torch.autograd.Function):
