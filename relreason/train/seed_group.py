@@ -16,7 +16,11 @@ run writes. Only the step's forward and backward are shared, in one of two ways 
   kernels there (relreason.models.kernels.plain_autograd). Then each seed clips its own gradients
   (the global norm is per seed) and steps its own Adam.
 - `loop`: the K steps one after the other, each the single run's own code (for what vmap cannot
-  run: multi-task workloads, text models, sparse graphs, several processes).
+  run: multi-task workloads, text models, sparse graphs, several processes), bit for bit its single run.
+
+`auto` (the default) is vmap on an accelerator where every member allows it, and the loop on CPU, where
+the vmapped step measured slower than K single runs (scripts/bench_seeds.py; ratios in
+relreason/studies/costs.json).
 
 Numbers: a seed's initial weights equal its single run's bit for bit; its first loss and gradients to
 float rounding (batched kernels round otherwise); a short run's weights to what Adam makes of that
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import math
 import sys
 import time
@@ -49,7 +54,7 @@ from relreason.runtime import RunLock, keep_freed_memory, progress
 
 
 class Strategy(str, enum.Enum):
-    AUTO = "auto"  # vmap where it applies, else loop
+    AUTO = "auto"  # vmap on an accelerator where it applies, else loop (on CPU vmap measured slower)
     VMAP = "vmap"  # one batched forward and backward over the seed axis
     LOOP = "loop"  # the members' steps one after the other, in one process
 
@@ -124,18 +129,14 @@ def run_group(cfg: Config, seeds: list[int], out: Path = Path("runs"), names: li
 
     Args:
         names: the members' run names (default: `group_names` of the default run name).
-        strategy: `Strategy` (auto: vmap where every member allows it).
-        locks: the members' run-directory locks, already held by the caller (`reproduce` claims cells).
+        strategy: `Strategy` (auto: vmap where every member allows it, on an accelerator).
+        locks: the members' run-directory locks, already held by the caller.
 
     Raises:
         RelreasonError: bad seeds or names, a run directory that exists (without resume), vmap asked
             where it does not apply (its reasons named)."""
-    from relreason.train.distributed import Distributed
-    from relreason.train.loop import _claim, _Session, check_run_name, default_run_name
-    from relreason.train.workloads import build_workload
+    from relreason.train.loop import check_run_name, default_run_name
 
-    log = log or (lambda msg: print(msg, file=sys.stderr))
-    strategy = Strategy(strategy)
     members = seed_configs(cfg, list(seeds))
     if names is None:
         names = group_names(default_run_name(cfg).replace(f"-s{cfg.train.seed}-", "-"), list(seeds))
@@ -143,37 +144,61 @@ def run_group(cfg: Config, seeds: list[int], out: Path = Path("runs"), names: li
         raise RelreasonError("a seed group needs one distinct run name per seed", f"got {names}")
     for n in names:
         check_run_name(n)
-    if strategy is not Strategy.LOOP:
-        for c in members:  # what the vmapped step runs, recorded (a single-run twin sets it too)
-            if not c.train.static_step:
-                c.train = dataclasses.replace(c.train, static_step=True)
-                c.sources["train.static_step"] = "seed group (vmap)"
+    return train_members(members, [Path(out) / n for n in names], [resume] * len(members), show_progress,
+                         command, log, strategy, locks)
+
+
+def train_members(members: list[Config], run_dirs: list[Path], resume: list[bool], show_progress: bool = True,
+                  command: str | None = None, log=None, strategy: Strategy | str = Strategy.AUTO,
+                  locks: list[RunLock] | None = None) -> list:
+    """Trains one seed group whose members are given whole: `members[k]` (configs of one setting that differ
+    in their seed) into `run_dirs[k]`, resuming its checkpoint where `resume[k]` (`reproduce` and `ablate`
+    group their cells so: each cell's own config, directory and state). Returns each member's RunResult.
+
+    `strategy` auto runs vmap on an accelerator where every member allows it, and the loop on CPU, where
+    the vmapped step measured slower than the single runs (scripts/bench_seeds.py, recorded in
+    relreason/studies/costs.json)."""
+    from relreason.protocol import setting_identity
+    from relreason.train.distributed import Distributed
+    from relreason.train.loop import _claim, _Session
+    from relreason.train.workloads import build_workload
+
+    log = log or (lambda msg: print(msg, file=sys.stderr))
+    strategy = Strategy(strategy)
+    if len({json.dumps(setting_identity(c.to_dict()), sort_keys=True) for c in members}) > 1:
+        raise RelreasonError("a seed group's members must differ in their seed alone",
+                             "group the runs of one configuration")
     keep_freed_memory()
-    with Distributed.start(cfg.train.device) as dd, ExitStack() as stack:
+    with Distributed.start(members[0].train.device) as dd, ExitStack() as stack:
         if dd.world > 1:
             raise RelreasonError("a seed group trains in one process", "run it without torchrun")
+        want_vmap = strategy is Strategy.VMAP or (strategy is Strategy.AUTO and dd.device.type != "cpu")
+        if want_vmap:
+            for c in members:  # what the vmapped step runs, recorded (a single-run twin sets it too)
+                if not c.train.static_step:
+                    c.train = dataclasses.replace(c.train, static_step=True)
+                    c.sources["train.static_step"] = "seed group (vmap)"
         sessions, workloads = [], []
         try:
-            for k, (c, n) in enumerate(zip(members, names)):
-                run_dir = Path(out) / n
-                stack.enter_context(_claim(run_dir, resume, dd, None if locks is None else locks[k]))
+            for k, (c, run_dir) in enumerate(zip(members, run_dirs)):
+                stack.enter_context(_claim(Path(run_dir), resume[k], dd, None if locks is None else locks[k]))
                 wl = build_workload(c, dd.device)
                 workloads.append(wl)
-                sessions.append(_Session(c, run_dir, wl, command, log, False, dd))
-            dd.set_threads(cfg.train.threads)
+                sessions.append(_Session(c, Path(run_dir), wl, command, log, False, dd))
+            dd.set_threads(members[0].train.threads)
             problems = sorted({p for c, wl in zip(members, workloads) for p in vmap_problems(c, wl, dd.world)})
             if strategy is Strategy.VMAP and problems:
                 raise RelreasonError(f"this seed group cannot run vmapped: {'; '.join(problems)}",
-                                     "use --set-free strategy loop (relreason train --seed-strategy loop)")
-            use_vmap = strategy is not Strategy.LOOP and not problems
+                                     "use the loop strategy (--seed-strategy loop)")
+            use_vmap = want_vmap and not problems
             if not use_vmap:
                 for s, c in zip(sessions, members):  # the loop runs each member's own step: as configured
                     if c.sources.get("train.static_step") == "seed group (vmap)":
                         c.train = dataclasses.replace(c.train, static_step=False)
                         del c.sources["train.static_step"]
                         s.cfg, s.wl.cfg = c, c
-            for s in sessions:
-                s.open(resume)
+            for s, again in zip(sessions, resume):
+                s.open(again)
             group = SeedGroup(sessions, use_vmap)
             interrupted = group.train(show_progress, log)
             results = []
@@ -247,7 +272,7 @@ class SeedGroup:
         try:
             with _StopRequests(log) as requests:
                 for s in sessions:
-                    if s.state["step"] == 0:
+                    if s.state["step"] == 0 and not s.resumed:  # a resumed run's step-0 validation is in its files
                         s.validate()
                 while not stop:
                     waiting = [s for s in sessions if s.state["examples"] < t.train_examples]
@@ -339,4 +364,4 @@ def stack_batches(batches: list) -> dict:
             "node_mask": torch.stack([b.node_mask for b in batches])}
 
 
-__all__ = ["Strategy", "SeedNoise", "SeedGroup", "run_group", "vmapped_losses", "seed_configs", "group_names", "stack_batches"]
+__all__ = ["Strategy", "SeedNoise", "SeedGroup", "run_group", "train_members", "vmapped_losses", "seed_configs", "group_names", "stack_batches"]

@@ -99,7 +99,7 @@ def single_runs(tmp_path, model, extra=()) -> Path:
 def test_a_group_writes_what_its_single_runs_write(tmp_path, model):
     steps = 32 // 4
     run_group(tiny(tmp_path, model), SEEDS, out=tmp_path / "group", names=[f"g-s{s}" for s in SEEDS],
-              show_progress=False)
+              show_progress=False, strategy="vmap")
     single = single_runs(tmp_path, model)
     for s in SEEDS:
         g, a = tmp_path / "group" / f"g-s{s}", single / f"g-s{s}"
@@ -132,18 +132,19 @@ def test_the_loop_strategy_is_each_single_runs_own_step(tmp_path):
 def test_a_group_stopped_mid_way_resumes_to_the_uninterrupted_weights(tmp_path, monkeypatch):
     cfg = tiny(tmp_path, "rt", ["train.train_examples=48"])
     names = [f"g-s{s}" for s in SEEDS]
-    run_group(cfg, SEEDS, out=tmp_path / "whole", names=names, show_progress=False)
+    run_group(cfg, SEEDS, out=tmp_path / "whole", names=names, show_progress=False, strategy="vmap")
     with monkeypatch.context() as m:
         stop_after(m, 5)  # between validations (every 4 steps): last/ saved at step 5 by the stop
         assert all(r.interrupted for r in run_group(cfg, SEEDS, out=tmp_path / "cut", names=names,
-                                                    show_progress=False))
+                                                    show_progress=False, strategy="vmap"))
     # a kill between two members' checkpoints: seed 3 is left a step behind (from a group stopped at 4)
     with monkeypatch.context() as m:
         stop_after(m, 4)
-        run_group(cfg, SEEDS, out=tmp_path / "behind", names=names, show_progress=False)
+        run_group(cfg, SEEDS, out=tmp_path / "behind", names=names, show_progress=False, strategy="vmap")
     shutil.rmtree(tmp_path / "cut" / names[1])
     shutil.copytree(tmp_path / "behind" / names[1], tmp_path / "cut" / names[1])
-    results = run_group(cfg, SEEDS, out=tmp_path / "cut", names=names, resume=True, show_progress=False)
+    results = run_group(cfg, SEEDS, out=tmp_path / "cut", names=names, resume=True, show_progress=False,
+                        strategy="vmap")
     assert [r.examples for r in results] == [48, 48]
     wa, wb = weights(tmp_path / "whole" / names[0]), weights(tmp_path / "cut" / names[0])
     for k in wa:  # resumed in the same group composition: exact
@@ -183,7 +184,7 @@ def test_each_seed_clips_its_own_gradients(tmp_path, monkeypatch):
     monkeypatch.setattr(torch.optim.Adam, "step", spy)
     one_step = ["train.train_examples=4", "train.eval_every_examples=4", "train.grad_clip=0.01"]
     run_group(tiny(tmp_path, "mpnn", one_step), SEEDS, out=tmp_path / "group", names=[f"g-s{s}" for s in SEEDS],
-              show_progress=False)
+              show_progress=False, strategy="vmap")
     single_runs(tmp_path, "mpnn", one_step)
     group, single = list(stepped.values())[:2], list(stepped.values())[2:]
     for g, a in zip(group, single):
