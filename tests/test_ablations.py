@@ -198,16 +198,17 @@ def test_jobs_train_the_cells_in_worker_processes(tmp_path):
 
 
 def test_shards_share_one_sweep_and_the_last_one_writes_the_tables(tmp_path):
-    first = runner.invoke(app, _cli_args(tmp_path, "abl", "--shard", "1/2"))
+    one = ("--seed-batch", "1")  # the cells are the shards' units (on a GPU, auto groups the seeds)
+    first = runner.invoke(app, _cli_args(tmp_path, "abl", "--shard", "1/2", *one))
     assert first.exit_code == 0, first.output
     assert "2 of 4 cells have no results yet" in first.output and "seed 1" in first.output
     base = tmp_path / "abl" / "et-untied"
     assert len(_stamps(tmp_path)) == 2 and not (base / "results.md").exists()  # cells 0 and 2: the seed-0 ones
-    partial = runner.invoke(app, _cli_args(tmp_path, "abl", "--shard", "1/2", "--partial"))
+    partial = runner.invoke(app, _cli_args(tmp_path, "abl", "--shard", "1/2", "--partial", *one))
     assert partial.exit_code == 0 and "PARTIAL: 2 of 4 cells" in partial.output
     assert "| 1 of 2 |" in (base / "results.partial.md").read_text()
     (base / "results.partial.sizes.csv").write_text("stale")  # what a partial text sweep also leaves
-    last = runner.invoke(app, _cli_args(tmp_path, "abl", "--shard", "2/2", "--json"))
+    last = runner.invoke(app, _cli_args(tmp_path, "abl", "--shard", "2/2", "--json", *one))
     assert last.exit_code == 0, last.output
     assert len(json.loads(last.stdout)["cells"]) == 4 and not json.loads(last.stdout)["missing"]
     assert (base / "results.md").is_file() and not (base / "results.partial.md").exists()

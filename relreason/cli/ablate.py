@@ -1,7 +1,7 @@
 """`relreason ablate`: a named ablation over tasks and seeds, as a paper-style table.
 
-Cells may train in parallel (`--jobs N` local worker processes) and on several machines sharing the
-output directory (`--shard I/K` on each); the tables are written once every cell has results (by
+Cells may train as seed groups (`--seed-batch K`), in parallel (`--jobs N` local worker processes) and on
+several machines sharing the output directory (`--shard I/K` on each); the tables are written once every cell has results (by
 the last shard to finish, or by any later `ablate` call), partial ones only with `--partial`.
 """
 
@@ -24,9 +24,19 @@ RerunStaleOpt = Annotated[bool, typer.Option("--rerun-stale", help="Move cells c
                                              "configuration aside and train them again.")]
 JobsOpt = Annotated[int, typer.Option("--jobs", help="Train this many cells at once, in worker processes "
                                       "(torch threads: cores / jobs unless train.threads is set).")]
-ShardOpt = Annotated[Optional[str], typer.Option("--shard", help="I/K: train only cells I, I+K, I+2K, ... "
-                                                 "(1-based, cell index % K == I-1), for K machines sharing --out.",
-                                                 show_default="every cell")]
+ShardOpt = Annotated[Optional[str], typer.Option("--shard", help="I/K: train only seed groups I, I+K, I+2K, ... "
+                                                 "(1-based, group index % K == I-1; with --seed-batch 1 the groups "
+                                                 "are the cells), for K machines sharing --out; give every shard the "
+                                                 "same --seeds and --seed-batch.", show_default="every cell")]
+SeedBatchOpt = Annotated[str, typer.Option("--seed-batch", help="Train the cells of one column and task that differ "
+                                           "only in seed as seed groups of up to K seeds, one process each, every cell "
+                                           "its own run directory as if trained alone; 1: each cell alone. auto: the "
+                                           "seed count up to 4 on a GPU (one vmapped step for the group, faster), 1 on "
+                                           "CPU (a group buys one process for K cells but measured no faster: "
+                                           "reproduce --list).")]
+SeedStrategyOpt = Annotated[str, typer.Option("--seed-strategy", help="How a seed group shares its step: auto (vmap "
+                                              "where it applies on a GPU, else loop), vmap, loop (each seed's own "
+                                              "step, bit for bit its single run).")]
 
 
 @report_errors
@@ -41,6 +51,8 @@ def ablate_cmd(
     rerun_stale: RerunStaleOpt = False,
     jobs: JobsOpt = 1,
     shard: ShardOpt = None,
+    seed_batch: SeedBatchOpt = "auto",
+    seed_strategy: SeedStrategyOpt = "auto",
     partial: Annotated[bool, typer.Option("--partial", help="While cells are missing, still write the tables "
                                           "(as results.partial.*).")] = False,
     margin: MarginOpt = None,
@@ -55,14 +67,15 @@ def ablate_cmd(
       relreason ablate no-edge-updates --recipe quick --tasks bellman_ford --seeds 2\n
       relreason ablate single-layer --tasks core8 --seeds 3\n
       relreason ablate dat-symbols --tasks sorting --recipe quick --json\n
-      relreason ablate single-layer --tasks core8 --seeds 3 --jobs 2\n
+      relreason ablate single-layer --tasks core8 --seeds 3 --jobs 2 --seed-batch 3\n
       relreason ablate single-layer --tasks core8 --seeds 3 --shard $SLURM_ARRAY_TASK_ID/8
     """
     from relreason.studies.report import missing_note
     from relreason.studies.sweep import run_ablation
 
     sweep = run_ablation(name, tasks, seeds, recipe, out_dir, sets, partial=partial, rerun_stale=rerun_stale,
-                         log=lambda m: err.print(escape(m), highlight=False), jobs=jobs, shard=shard, margin=margin)
+                         log=lambda m: err.print(escape(m), highlight=False), jobs=jobs, shard=shard, margin=margin,
+                         seed_batch=seed_batch, seed_strategy=seed_strategy)
     if sweep.result["missing"]:
         err.print(escape(missing_note(sweep.result)), highlight=False)
     if sweep.stem is None:

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from relreason.cli.ablate import JobsOpt, RerunStaleOpt, ShardOpt, print_sweep
+from relreason.cli.ablate import JobsOpt, RerunStaleOpt, SeedBatchOpt, SeedStrategyOpt, ShardOpt, print_sweep
 from relreason.cli.common import JsonOpt, MarginOpt, err, out, report_errors
 from relreason.cli.train import RecipeOpt, SetOpt
 from relreason.errors import RelreasonError
@@ -20,18 +20,23 @@ from relreason.errors import RelreasonError
 def reproduce_cmd(
     table: Annotated[Optional[str], typer.Argument(help="Table name, see `relreason reproduce --list`.",
                                                    show_default=False)] = None,
-    list_tables: Annotated[bool, typer.Option("--list", help="List the tables with their cells and measured costs.")] = False,
+    list_tables: Annotated[bool, typer.Option("--list", help="List the tables with their cells and measured costs, "
+                                              "one after another and in seed groups; with TABLE, that table on "
+                                              "--tasks at --seeds.")] = False,
     models: Annotated[Optional[str], typer.Option("--models", help="Comma list of the table's models to run.",
                                                   show_default="every column")] = None,
     tasks: Annotated[Optional[str], typer.Option("--tasks", help="Comma-separated tasks or groups.",
                                                  show_default="the table's")] = None,
-    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per cell (the papers ran 3 to 20).")] = 3,
+    seeds: Annotated[Optional[int], typer.Option("--seeds", help="Seeds per cell (the papers ran 3 to 20).",
+                                                 show_default="3; with --list, the paper's")] = None,
     recipe: RecipeOpt = None,
     sets: SetOpt = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Where cells and tables are written.")] = Path("reproduce"),
     rerun_stale: RerunStaleOpt = False,
     jobs: JobsOpt = 1,
     shard: ShardOpt = None,
+    seed_batch: SeedBatchOpt = "auto",
+    seed_strategy: SeedStrategyOpt = "auto",
     no_train: Annotated[bool, typer.Option("--no-train", help="Train nothing: print the table of the cells "
                                            "finished so far.")] = False,
     costs: Annotated[Optional[Path], typer.Option("--costs", help="Measured cell costs (scripts/bench_reproduce.py).",
@@ -52,18 +57,22 @@ def reproduce_cmd(
 
     Examples:\n
       relreason reproduce --list\n
+      relreason reproduce rt-table19 --tasks core8 --seeds 3 --list\n
       relreason reproduce rt-table19 --models rt --tasks bellman_ford --seeds 1 --recipe quick\n
       relreason reproduce clrs30 --models mpnn --tasks bellman_ford --seeds 3 --jobs 2\n
+      relreason reproduce rt-table19 --tasks core8 --seeds 3 --seed-batch 3\n
       relreason reproduce ibarz2022 --tasks core8 --seeds 3 --shard $SLURM_ARRAY_TASK_ID/8
     """
     from relreason.studies.sweep import run_table, table_costs
 
     if list_tables:
-        if table is not None:
-            raise RelreasonError("--list takes no table name", "relreason reproduce --list")
-        rows, machines = table_costs(costs)
+        if table is None and (tasks is not None or seeds is not None):
+            raise RelreasonError("--list takes --tasks and --seeds with a table name",
+                                 "e.g. relreason reproduce rt-table19 --tasks core8 --seeds 3 --list")
+        rows, machines = table_costs(costs, table, tasks, seeds)
         _print_list(rows, machines, as_json)
         return
+    seeds = 3 if seeds is None else seeds
     if table is None:
         raise RelreasonError("which table?", "give a table name (relreason reproduce --list shows them)")
     if verify:
@@ -71,7 +80,7 @@ def reproduce_cmd(
         return
     sweep = run_table(table, tasks, seeds, recipe, out_dir, sets, models=models, train=not no_train,
                       rerun_stale=rerun_stale, log=lambda m: err.print(escape(m), highlight=False), jobs=jobs,
-                      shard=shard, margin=margin)
+                      shard=shard, margin=margin, seed_batch=seed_batch, seed_strategy=seed_strategy)
     print_sweep(sweep, as_json)
 
 
@@ -106,15 +115,19 @@ def _print_list(rows: list[dict], machines: list[str], as_json: bool) -> None:
         return
     from rich.table import Table
 
+    at = f"{rows[0]['seeds']} seeds" if rows and rows[0]["seeds"] else "paper seeds"
     t = Table(title="published tables (relreason reproduce TABLE; cells per seed = columns x tasks; one cell: "
                     "predicted from measured steps, CPU time of one thread, cheapest and dearest column; whole "
-                    "table: every column's cells x its paper's seeds, one after another)")
-    for column in ("table", "what", "cells per seed", "paper seeds", "one cell", "whole table at paper seeds"):
+                    f"table: every column's cells x its {'seeds' if rows and rows[0]['seeds'] else 'paper seeds'}, "
+                    "one after another (--seed-batch 1), and in seed groups of up to 4 (--seed-batch 4) by "
+                    "strategy, with the measured speed-up)")
+    for column in ("table", "what", "cells per seed", "paper seeds", "one cell", f"whole table at {at}",
+                   "in seed groups"):
         t.add_column(column, no_wrap=column == "table", justify="right" if column in ("cells per seed",
                                                                                        "paper seeds") else "left")
     for r in rows:
         t.add_row(r["table"], r["what"], str(r["cells per seed"]), r["paper seeds"], r["one cell (measured)"],
-                  r["at paper seeds (predicted)"])
+                  r["at paper seeds (predicted)"], r["in seed groups (predicted)"])
     out.print(t, highlight=False, markup=False)
     for line in machines:
         err.print(f"costs measured on {line}", highlight=False, markup=False)

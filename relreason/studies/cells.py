@@ -165,8 +165,26 @@ def is_held(c: Cell) -> bool:
     return lock_holder(c.run_dir) is not None
 
 
-def shard_cells(cells: list[Cell], shard: tuple[int, int] | None) -> list[Cell]:
-    """The cells of shard (i, k), i in 1..k: every k-th cell starting at the i-th (index % k == i - 1)."""
+def seed_groups(cells: list[Cell], batch: int) -> list[list[Cell]]:
+    """The planned cells as seed groups: the cells of one (column, task), in seed order, cut into groups of
+    `batch` consecutive seeds (the last may be smaller); `batch` 1 gives one cell per group. The groups
+    depend on the plan alone, not on what is on disk, so every shard and every later call forms the same."""
+    if batch < 1:
+        raise RelreasonError(f"--seed-batch {batch} must be at least 1", "e.g. --seed-batch 4, or 1 to train each "
+                                                                         "cell alone")
+    groups: list[list[Cell]] = []
+    for c in cells:
+        last = groups[-1] if groups else None
+        if last and len(last) < batch and (last[0].variant, last[0].task) == (c.variant, c.task):
+            last.append(c)
+        else:
+            groups.append([c])
+    return groups
+
+
+def shard_cells(cells: list, shard: tuple[int, int] | None) -> list:
+    """The units of shard (i, k), i in 1..k: every k-th unit starting at the i-th (index % k == i - 1). The
+    sweep's units are its seed groups (`seed_groups`; with --seed-batch 1, its cells)."""
     if shard is None:
         return list(cells)
     i, k = shard

@@ -20,7 +20,8 @@ from relreason.config import to_plain
 from relreason.errors import RelreasonError
 from relreason.eval.stats import STD_KIND, check_margin
 from relreason.studies.ablations import ABLATIONS
-from relreason.studies.cells import cell_state, collect, is_held, parse_shard, plan_cells, shard_cells
+from relreason.studies.cells import (cell_state, collect, delta_slug, is_held, parse_shard, plan_cells, seed_groups,
+                                     shard_cells)
 from relreason.studies.report import write_tables
 from relreason.studies.tables import TABLES
 from relreason.studies.training import run_cells
@@ -31,7 +32,8 @@ from relreason.tasks import TASKS, expand_tasks
 def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = None, out: Path = Path("ablations"),
               sets: list[str] | None = None, show_progress: bool = True, log: Callable[[str], None] = print,
               rerun_stale: bool = False, jobs: int = 1, shard: tuple[int, int] | None = None,
-              models: list[str] | None = None, train: bool = True) -> dict:
+              models: list[str] | None = None, train: bool = True, seed_batch: int | None = None,
+              seed_strategy: str = "auto") -> dict:
     """Trains the cells that have no results yet (unless `train` is False) and reads back every
     finished one; returns the study's result: {"study", "description", "variants", "tasks", "seeds",
     "cells" (records of the finished ones), "missing", "planned", "figures", "paper_line", ...}.
@@ -39,12 +41,19 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
     `jobs`: cells train in that many worker processes (torch threads divided between them unless
     train.threads is set). `shard` (i, k): this call trains only the cells j with j % k == i - 1 (i is
     1-based), so k machines (a SLURM array) can share one sweep directory. Either way a cell is claimed
-    with its run lock; a cell whose lock another process holds is being trained there and is skipped."""
+    with its run lock; a cell whose lock another process holds is being trained there and is skipped.
+
+    `seed_batch` (None: `default_seed_batch`): the cells of one (column, task) train as seed groups of up to
+    that many seeds (relreason.studies.cells.seed_groups, relreason.train.seed_group, `seed_strategy`), each
+    cell's run directory as if trained alone; the units of `jobs` and `shard` are then those groups."""
     if jobs < 1:
         raise RelreasonError(f"--jobs {jobs} must be at least 1", "e.g. --jobs 2")
     cells = plan_cells(study, tasks, seeds, recipe, out, sets, models)
+    strategy = check_seed_strategy(seed_strategy)
+    groups = seed_groups(cells, default_seed_batch(cells, seeds) if seed_batch is None else seed_batch)
     if train:
-        mine = shard_cells(cells, shard)
+        mine_groups = shard_cells(groups, shard)
+        mine = [c for g in mine_groups for c in g]
         states = {c.directory: cell_state(c) for c in mine}
         stale = [c for c in mine if states[c.directory] == "stale" and not is_held(c)]
         if stale and not rerun_stale:
@@ -55,8 +64,8 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
         for c in stale:
             c.run_dir.rename(c.directory / f"run.stale-{time.strftime('%Y%m%d-%H%M%S')}-{c.seed}")
             states[c.directory] = "new"
-        todo = [c for c in mine if states[c.directory] not in ("done", "stale")]
-        run_cells(study.name, todo, len(mine), jobs, show_progress, log)
+        todo = [[c for c in g if states[c.directory] not in ("done", "stale")] for g in mine_groups]
+        run_cells(study.name, [g for g in todo if g], len(mine), jobs, show_progress, log, strategy)
     records, missing = collect(cells)
     whole = set(tasks) == set(expand_tasks(study.tasks))
     first = cells[0].config
@@ -73,6 +82,43 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
                       if v in variants and whole],
             "paper_line": study.paper_line(), "paper_scope": study.paper_scope, "source": study.source,
             "note": study.note, "std": STD_KIND, "lower_is_better": _lower_is_better(tasks), "margin": study.margin}
+
+
+SEED_BATCH_MAX = 4  # the group size of the default on an accelerator (and of the ratios in costs.json)
+
+
+def default_seed_batch(cells: list, seeds: int) -> int:
+    """`--seed-batch auto`: the sweep's seed count up to SEED_BATCH_MAX where its cells train on an accelerator
+    (one vmapped step for the group), 1 on CPU, where a group measured no faster than its cells one after
+    another (the loop, ~1.0x; vmap slower: scripts/bench_seeds.py, in costs.json) and would hold its K models
+    at once and finish none of its cells before the last."""
+    from relreason.models.build import resolve_device
+
+    if not cells or resolve_device(cells[0].config.train.device).type == "cpu":
+        return 1
+    return min(seeds, SEED_BATCH_MAX)
+
+
+def parse_seed_batch(text: str | int | None) -> int | None:
+    """`--seed-batch`: "auto" (None) or a group size of at least 1."""
+    if text is None or str(text).strip() == "auto":
+        return None
+    try:
+        k = int(str(text).strip())
+    except ValueError:
+        k = 0
+    if k < 1:
+        raise RelreasonError(f"--seed-batch {text} must be auto or a number of seeds of at least 1",
+                             "e.g. --seed-batch 4, or --seed-batch 1 to train each cell alone")
+    return k
+
+
+def check_seed_strategy(text: str) -> str:
+    """`--seed-strategy`: one of relreason.train.seed_group.Strategy's values."""
+    choices = ("auto", "vmap", "loop")  # Strategy's values (importing it would import torch here)
+    if text not in choices:
+        raise RelreasonError(f"--seed-strategy {text!r} is not one of {', '.join(choices)}", "e.g. --seed-strategy auto")
+    return text
 
 
 def _lower_is_better(tasks: list[str]) -> bool:
@@ -98,17 +144,20 @@ def _not_under_torchrun(command: str) -> None:
 def run_ablation(name: str, tasks: str | None, seeds: int, recipe: str | None = None, out: Path = Path("ablations"),
                  sets: list[str] | None = None, *, partial: bool = False, show_progress: bool = True,
                  log: Callable[[str], None] = print, rerun_stale: bool = False, jobs: int = 1,
-                 shard: str | None = None, margin: float | None = None) -> Sweep:
+                 shard: str | None = None, margin: float | None = None, seed_batch: str | int | None = None,
+                 seed_strategy: str = "auto") -> Sweep:
     """`relreason ablate`: the ablation `name` on `tasks` (a comma list or group; None: the ablation's
     own) swept by `run_study` (`shard`: "I/K"), its tables written under OUT/<name> once every cell has
     results (while some are missing, only with `partial`, as results.partial.*). `margin`: the
-    equivalence margin of the verdicts instead of the ablation's own."""
+    equivalence margin of the verdicts instead of the ablation's own. `seed_batch` ("auto", None or K) and
+    `seed_strategy`: the seed groups of `run_study`."""
     study = ABLATIONS.get(name)
     margin = check_margin(margin) if margin is not None else None
     _not_under_torchrun("ablate")
     result = run_study(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, recipe, out, sets,
                        show_progress=show_progress, log=log, rerun_stale=rerun_stale, jobs=jobs,
-                       shard=parse_shard(shard) if shard is not None else None)
+                       shard=parse_shard(shard) if shard is not None else None,
+                       seed_batch=parse_seed_batch(seed_batch), seed_strategy=seed_strategy)
     if margin is not None:
         result["margin"] = margin
     base = Path(out) / name
@@ -119,11 +168,13 @@ def run_ablation(name: str, tasks: str | None, seeds: int, recipe: str | None = 
 def run_table(table: str, tasks: str | None, seeds: int, recipe: str | None = None, out: Path = Path("reproduce"),
               sets: list[str] | None = None, *, models: str | None = None, train: bool = True,
               log: Callable[[str], None] = print, rerun_stale: bool = False, jobs: int = 1,
-              shard: str | None = None, margin: float | None = None) -> Sweep:
+              shard: str | None = None, margin: float | None = None, seed_batch: str | int | None = None,
+              seed_strategy: str = "auto") -> Sweep:
     """`relreason reproduce`: the published table `table` on `tasks` (None: the table's own) and the
     columns of `models` (a comma list; None: every column) swept by `run_study` (with `train` False,
     only read back), its tables written under OUT/tables/<table>, partial ones while cells are missing.
-    `margin`: the equivalence margin of the verdicts instead of the table's own."""
+    `margin`: the equivalence margin of the verdicts instead of the table's own. `seed_batch` ("auto", None
+    or K) and `seed_strategy`: the seed groups of `run_study`."""
     study = TABLES.get(table)
     margin = check_margin(margin) if margin is not None else None
     _not_under_torchrun("reproduce")
@@ -132,7 +183,8 @@ def run_table(table: str, tasks: str | None, seeds: int, recipe: str | None = No
         raise RelreasonError(f"--models {models!r} names no model", "e.g. --models rt,mpnn")
     result = run_study(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, recipe, out, sets,
                        log=log, rerun_stale=rerun_stale, jobs=jobs,
-                       shard=parse_shard(shard) if shard is not None else None, models=model_list, train=train)
+                       shard=parse_shard(shard) if shard is not None else None, models=model_list, train=train,
+                       seed_batch=parse_seed_batch(seed_batch), seed_strategy=seed_strategy)
     if margin is not None:
         result["margin"] = margin
     base = Path(out) / "tables" / table
@@ -147,11 +199,16 @@ def costs_file() -> Path:
     return Path(str(importlib.resources.files("relreason.studies") / "costs.json"))
 
 
-def table_costs(costs: Path | None = None) -> tuple[list[dict], list[str]]:
+def table_costs(costs: Path | None = None, table: str | None = None, tasks: str | None = None,
+                seeds: int | None = None) -> tuple[list[dict], list[str]]:
     """`relreason reproduce --list`: one row per table (its cells per seed, the papers' seed counts, the
     measured cost of its cheapest and dearest cell from the `costs` file of scripts/bench_reproduce.py,
-    by default the one shipped with relreason, and the whole table's at its paper's seed counts), and the
-    machines the costs were measured on."""
+    by default the one shipped with relreason, the whole table's at its paper's seed counts, and the same
+    trained in seed groups of up to SEED_BATCH_MAX seeds from the group ratios scripts/bench_seeds.py
+    recorded there), and the machines the costs and ratios were measured on.
+
+    `table` (with `tasks`, a comma list or group, and `seeds`): that table alone, on those tasks (default:
+    its own) at that seed count for every column (default: its paper's)."""
     costs = costs_file() if costs is None else Path(costs)
     measured = {}
     if costs.is_file():
@@ -163,10 +220,16 @@ def table_costs(costs: Path | None = None) -> tuple[list[dict], list[str]]:
     elif costs != costs_file():
         raise RelreasonError(f"--costs {costs} does not exist", "give the file scripts/bench_reproduce.py wrote, "
                                                                 "or leave --costs out for the measured costs shipped")
+    groups = measured.get("seed_groups") or {}
+    ratios = groups.get("ratios") or {}
     rows, machines = [], set()
-    for name, study in TABLES.items():
-        tasks = expand_tasks(study.tasks)
-        seeds = sorted({p.seeds for p in [*study.figures.values(), *study.averages.values()] if p.seeds})
+    if ratios:
+        machines.add(f"{groups.get('hardware', '?')}, {groups.get('date', '?')} (seed group ratios): "
+                     + "; ".join(groups.get("commands") or ["?"]))
+    studies = [(table, TABLES.get(table))] if table is not None else list(TABLES.items())
+    for name, study in studies:
+        table_tasks = expand_tasks(tasks if tasks is not None and table is not None else study.tasks)
+        paper = sorted({p.seeds for p in [*study.figures.values(), *study.averages.values()] if p.seeds})
         entry = measured.get(name) or {}
         cells = entry.get("cells") or {}
         cost = "not measured (scripts/bench_reproduce.py)"
@@ -176,34 +239,83 @@ def table_costs(costs: Path | None = None) -> tuple[list[dict], list[str]]:
             cost = f"{_hours(lo[1]['seconds'])} ({lo[0]})" + ("" if lo[0] == hi[0] else
                                                               f" to {_hours(hi[1]['seconds'])} ({hi[0]})")
             machines.add(f"{entry.get('hardware', '?')}, {entry.get('date', '?')}: {entry.get('command', '?')}")
-        rows.append({"table": name, "what": study.description, "columns": len(study.variants), "tasks": len(tasks),
-                     "cells per seed": len(study.variants) * len(tasks),
-                     "paper seeds": ", ".join(map(str, seeds)) or "-", "one cell (measured)": cost,
-                     "measured": cells, **_table_total(study, tasks, cells)})
+        rows.append({"table": name, "what": study.description, "columns": len(study.variants), "tasks": len(table_tasks),
+                     "cells per seed": len(study.variants) * len(table_tasks),
+                     "paper seeds": ", ".join(map(str, paper)) or "-", "seeds": seeds,
+                     "one cell (measured)": cost, "measured": cells,
+                     **_table_total(study, table_tasks, cells, ratios, seeds if table is not None else None)})
     return rows, sorted(machines)
 
 
-def _table_total(study: Study, tasks: list[str], cells: dict) -> dict:
-    """The predicted cost of the whole table at its paper's seed counts: per column, the mean of its measured
-    cells (on the tasks measured) times its tasks times the seeds its paper ran; None where a column is not
-    measured or its paper's seed count is not known."""
+def column_seeds(study: Study, v) -> int | None:
+    """The seed count the paper ran column `v` with (the largest of its figures'), or None if not known."""
+    return max((p.seeds for (label, _), p in study.figures.items() if label == v.label and p.seeds),
+               default=study.averages[v.label].seeds if v.label in study.averages else None)
+
+
+def group_sizes(seeds: int, batch: int) -> list[int]:
+    """The sizes of the seed groups `--seed-batch batch` forms of `seeds` seeds: 10, 4 -> [4, 4, 2]."""
+    return [min(batch, seeds - i) for i in range(0, seeds, batch)]
+
+
+def column_key(v) -> str:
+    """A column's configuration, as scripts/bench_seeds.py keys its measured group ratios: "model recipe" and
+    "+delta" where the column has one (columns of one configuration share their ratios)."""
+    return f"{v.model} {v.recipe or 'paper'}" + (f"+{delta_slug(v.delta)}" if v.delta else "")
+
+
+def _column_costs(study: Study, cells: dict) -> dict:
+    """{column label: {task: measured cell}} of the measured cells ("label on task" keys)."""
+    out: dict[str, dict] = {}
+    for key, c in cells.items():
+        label, _, task = key.partition(" on ")
+        out.setdefault(label, {})[task] = c
+    return out
+
+
+def _table_total(study: Study, tasks: list[str], cells: dict, ratios: dict | None = None,
+                 seeds: int | None = None) -> dict:
+    """The predicted cost of the whole table at its paper's seed counts (or `seeds` for every column): per
+    column, the mean of its measured cells (on the tasks measured) times its tasks times its seeds; None where
+    a column is not measured or its paper's seed count is not known. And the same in seed groups of up to
+    SEED_BATCH_MAX seeds (`seed_groups`), per strategy: each group's training time over its measured ratio
+    `ratios["COLUMN K=k"]` (group examples/s over its cells' one after another, scripts/bench_seeds.py),
+    its cells' validations, test and start-up as alone; None where a column's ratio is not measured."""
     total, measured_on, why = 0.0, set(), ""
+    grouped = {"loop": 0.0, "vmap": 0.0}
+    why_grouped = ""
+    by_column = _column_costs(study, cells)
     for v in study.variants:
-        seeds = max((p.seeds for (label, _), p in study.figures.items() if label == v.label and p.seeds),
-                    default=study.averages[v.label].seeds if v.label in study.averages else None)
-        mine = {key.split(" on ", 1)[1]: c["seconds"] for key, c in cells.items() if key.split(" on ", 1)[0] == v.label}
-        if not seeds:
+        n = seeds or column_seeds(study, v)
+        mine = by_column.get(v.label) or {}
+        if not n:
             why = "the paper's seed count is not known"
             break
         if not mine:
             why = f"{v.label} not measured"
             break
         measured_on.update(mine)
-        total += sum(mine.values()) / len(mine) * len(tasks) * seeds
+        seconds = sum(c["seconds"] for c in mine.values()) / len(mine)
+        train = sum(c.get("train_s", 0.0) for c in mine.values()) / len(mine)
+        total += seconds * len(tasks) * n
+        for k in group_sizes(n, SEED_BATCH_MAX):
+            ratio = (ratios or {}).get(f"{column_key(v)} K={k}")
+            if k == 1:
+                ratio = {"group_loop": 1.0, "group_vmap": 1.0}  # a group of one is the single run
+            if not ratio or "train_s" not in next(iter(mine.values())):
+                why_grouped = why_grouped or f"{v.label}: group of {k} not measured (scripts/bench_seeds.py)"
+                continue
+            for strategy in grouped:
+                grouped[strategy] += (seconds - train + train / ratio[f"group_{strategy}"]) * k * len(tasks)
     if why:
-        return {"at paper seeds (predicted)": f"- ({why})", "total_seconds": None}
-    return {"at paper seeds (predicted)": f"{_hours(total)} (each column's {', '.join(sorted(measured_on))} cell "
-                                          f"for all {len(tasks)} tasks)", "total_seconds": round(total, 1)}
+        return {"at paper seeds (predicted)": f"- ({why})", "total_seconds": None,
+                "in seed groups (predicted)": f"- ({why})", "grouped_seconds": None}
+    out = {"at paper seeds (predicted)": f"{_hours(total)} (each column's {', '.join(sorted(measured_on))} cell "
+                                         f"for all {len(tasks)} tasks)", "total_seconds": round(total, 1)}
+    if why_grouped:
+        return {**out, "in seed groups (predicted)": f"- ({why_grouped})", "grouped_seconds": None}
+    return {**out, "in seed groups (predicted)": ", ".join(f"{s} {_hours(t)} ({total / t:.2f}x)" for s, t in grouped.items()),
+            "grouped_seconds": {s: round(t, 1) for s, t in grouped.items()}}
 
 
 def _hours(seconds: float) -> str:

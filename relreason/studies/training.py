@@ -1,8 +1,12 @@
 """Training a study's cells: each claimed with its run lock, here or in `--jobs` worker processes.
 
-A cell whose lock another process holds is being trained there (another worker, another shard on
-another machine sharing the sweep directory) and is skipped, never waited for. A partial cell resumes
-its checkpoint under the same configuration. Ctrl-C stops the running cells after their step, with a
+The unit of work is a seed group (relreason.studies.cells.seed_groups: cells of one column and task that
+differ in their seed alone, `--seed-batch` of them at most), trained in one process by
+relreason.train.seed_group.train_members, each cell its own run directory exactly as trained alone; a
+group of one is the single run itself. A cell whose lock another process holds is being trained there
+(another worker, another shard on another machine sharing the sweep directory) and is skipped, never
+waited for; the group trains the cells it could claim. A partial cell resumes its checkpoint under the
+same configuration, in a group or alone. Ctrl-C stops the running cells after their step, with a
 checkpoint, and raises KeyboardInterrupt once they have stopped; a worker's exception is raised once
 the running cells are done.
 """
@@ -21,64 +25,112 @@ def train_cell(cell: Cell, show_progress: bool = False, log: Callable[[str], Non
     """Claims a cell with its run lock and trains it (resuming a checkpoint under the same config).
     Returns "trained", "interrupted", "held" (another process trains it: left alone), "done" (another
     process finished it meanwhile) or "stale" (its directory holds another configuration's run)."""
+    return train_group([cell], "auto", show_progress, log)[0]
+
+
+def train_group(cells: list[Cell], strategy: str = "auto", show_progress: bool = False,
+                log: Callable[[str], None] = print) -> list[str]:
+    """Claims each cell of a seed group with its run lock, as a single run would, and trains the claimed
+    cells that have no results yet as one seed group (one cell: its single run); returns each cell's
+    status as `train_cell` does."""
     from relreason.runtime import RunLock
+
+    status: dict[int, str] = {}
+    claimed: list[tuple[int, Cell, RunLock, str]] = []
+    try:
+        for k, c in enumerate(cells):
+            lock = RunLock(c.run_dir)
+            try:
+                lock.acquire()
+            except RelreasonError:
+                if is_held(c):
+                    status[k] = "held"
+                    continue
+                raise
+            state = cell_state(c)  # again under the lock: the cell may have changed since it was planned
+            if state in ("done", "stale"):
+                lock.release()
+                status[k] = state
+                continue
+            claimed.append((k, c, lock, state))
+        if claimed:
+            interrupted = _train_claimed([(c, lock, state) for _, c, lock, state in claimed], strategy,
+                                         show_progress, log)
+            for k, *_ in claimed:
+                status[k] = "interrupted" if interrupted else "trained"
+    finally:
+        for _, _, lock, _ in claimed:
+            lock.release()
+    return [status[k] for k in range(len(cells))]
+
+
+def _train_claimed(claimed: list, strategy: str, show_progress: bool, log: Callable[[str], None]) -> bool:
+    """Trains claimed (cell, lock, state) of one group; True when interrupted."""
     from relreason.train import run
     from relreason.train.loop import resume_config
+    from relreason.train.seed_group import train_members
 
-    lock = RunLock(cell.run_dir)
-    try:
-        lock.acquire()
-    except RelreasonError:
-        if is_held(cell):
-            return "held"
-        raise
-    try:
-        state = cell_state(cell)  # again under the lock: the cell may have changed since it was planned
-        if state in ("done", "stale"):
-            return state
-        cfg = cell.config
+    configs = []
+    for c, _, state in claimed:
+        cfg = c.config
         if state == "partial":  # the stored config (the same cell; it may differ in machine-only keys)
-            t = cell.config.train
-            cfg = resume_config(cell.run_dir, [f"train.device={t.device}", f"train.threads={t.threads}"])
-        res = run(cfg, out=cell.directory, name=CELL_RUN, resume=state == "partial", show_progress=show_progress,
-                  command=cli_command(),
-                  log=log, lock=lock)
-        return "interrupted" if res.interrupted else "trained"
-    finally:
-        lock.release()
+            t = c.config.train
+            cfg = resume_config(c.run_dir, [f"train.device={t.device}", f"train.threads={t.threads}"])
+        configs.append(cfg)
+    if len(claimed) == 1:
+        c, lock, state = claimed[0]
+        return run(configs[0], out=c.directory, name=CELL_RUN, resume=state == "partial", show_progress=show_progress,
+                   command=cli_command(), log=log, lock=lock).interrupted
+    results = train_members(configs, [c.run_dir for c, _, _ in claimed], [state == "partial" for *_, state in claimed],
+                            show_progress, cli_command(), log, strategy, [lock for _, lock, _ in claimed])
+    return any(r.interrupted for r in results)
 
 
-def run_cells(name: str, todo: list[Cell], total: int, jobs: int, show_progress: bool,
-              log: Callable[[str], None]) -> None:
-    """Trains the cells `todo` of the study `name` (`total` cells in this sweep, for progress), in this
-    process or in `jobs` worker processes."""
+def group_label(cells: list[Cell]) -> str:
+    """"rt / bfs / seed 0" for one cell, "rt / bfs / seeds 0, 1, 2" for a group."""
+    if len(cells) == 1:
+        return cell_label(cells[0])
+    c = cells[0]
+    return f"{c.variant.label} / {c.task} / seeds {', '.join(str(x.seed) for x in cells)}"
+
+
+def run_cells(name: str, todo: list[list[Cell]], total: int, jobs: int, show_progress: bool,
+              log: Callable[[str], None], strategy: str = "auto") -> None:
+    """Trains the seed groups `todo` of the study `name` (`total` cells in this sweep, for progress), in
+    this process or in `jobs` worker processes, each training one group at a time."""
     if jobs == 1:
-        _train_here(name, todo, total, show_progress, log)
+        _train_here(name, todo, total, show_progress, log, strategy)
     else:
-        _train_in_workers(name, todo, total, jobs, show_progress, log)
+        _train_in_workers(name, todo, total, jobs, show_progress, log, strategy)
 
 
-def _train_here(name: str, todo: list[Cell], total: int, show_progress: bool, log: Callable[[str], None]) -> None:
+_SKIPPED = {"held": "another process trains it; skipped", "stale": "its directory holds another configuration; skipped"}
+
+
+def _train_here(name: str, todo: list[list[Cell]], total: int, show_progress: bool, log: Callable[[str], None],
+                strategy: str) -> None:
     from relreason.runtime import progress
 
-    with progress(total, name, unit="cell", disable=not show_progress, initial=total - len(todo)) as bar:
-        for c in todo:
-            resume = cell_state(c) == "partial"
-            log(f"{name}: {cell_label(c)}" + (" (resuming)" if resume else ""))
-            status = train_cell(c, show_progress, log)
-            if status == "interrupted":
+    cells = sum(len(g) for g in todo)
+    with progress(total, name, unit="cell", disable=not show_progress, initial=total - cells) as bar:
+        for group in todo:
+            resuming = [c for c in group if cell_state(c) == "partial"]
+            log(f"{name}: {group_label(group)}" + (f" (resuming {'it' if len(group) == 1 else ', '.join(f'seed {c.seed}' for c in resuming)})"
+                                                   if resuming else ""))
+            statuses = train_group(group, strategy, show_progress, log)
+            if "interrupted" in statuses:
                 raise KeyboardInterrupt
-            if status in ("held", "stale"):
-                log(f"{name}: {cell_label(c)}: " + ("another process trains it; skipped" if status == "held"
-                                                     else "its directory holds another configuration; skipped"))
-            else:
-                bar.update(1)
+            for c, status in zip(group, statuses):
+                if status in _SKIPPED:
+                    log(f"{name}: {cell_label(c)}: {_SKIPPED[status]}")
+                else:
+                    bar.update(1)
 
 
-def _train_in_workers(name: str, todo: list[Cell], total: int, jobs: int, show_progress: bool,
-                      log: Callable[[str], None]) -> None:
-    """Trains `todo` in `jobs` worker processes, at most `jobs` cells at a time (so the running ones are
-    exactly those submitted), with one progress display: cells done / total and the running cells."""
+def _train_in_workers(name: str, todo: list[list[Cell]], total: int, jobs: int, show_progress: bool,
+                      log: Callable[[str], None], strategy: str) -> None:
+    """Trains the groups `todo` in `jobs` worker processes, at most `jobs` groups at a time (so the running
+    ones are exactly those submitted), with one progress display: cells done / total and the running groups."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -87,7 +139,7 @@ def _train_in_workers(name: str, todo: list[Cell], total: int, jobs: int, show_p
 
     jobs = min(jobs, max(1, len(todo)))
     threads = max(1, available_cores() // jobs)
-    done = total - len(todo)
+    done = total - sum(len(g) for g in todo)
     queue, running, failure, interrupted = list(todo), {}, None, False
     bar = progress(total, f"{name} ({jobs} jobs)", unit="cell", disable=not show_progress, initial=done)
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
@@ -95,29 +147,30 @@ def _train_in_workers(name: str, todo: list[Cell], total: int, jobs: int, show_p
     try:
         while (queue or running) and not interrupted:
             while queue and len(running) < jobs and failure is None:
-                c = queue.pop(0)
-                running[pool.submit(_worker_cell, c)] = c
-                log(f"{name}: started {cell_label(c)} ({len(running)} running)")
+                g = queue.pop(0)
+                running[pool.submit(_worker_group, g, strategy)] = g
+                log(f"{name}: started {group_label(g)} ({len(running)} running)")
             if not running:
                 break
-            bar.set_postfix_str("running: " + "; ".join(cell_label(c) for c in running.values()), refresh=True)
+            bar.set_postfix_str("running: " + "; ".join(group_label(g) for g in running.values()), refresh=True)
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for fut in finished:
-                c = running.pop(fut)
+                g = running.pop(fut)
                 try:
-                    status = fut.result()
-                except Exception as e:  # noqa: BLE001 - re-raised once the running cells are done
+                    statuses = fut.result()
+                except Exception as e:  # noqa: BLE001 - re-raised once the running groups are done
                     failure = failure or e
                     continue
-                interrupted = interrupted or status == "interrupted"
-                finished_now = status in ("trained", "done")
-                done += finished_now
-                bar.update(finished_now)
-                what = {"trained": "done", "done": "done (by another process)", "interrupted": "interrupted",
-                        "held": "skipped: another process trains it",
-                        "stale": "skipped: its directory holds another configuration"}[status]
-                if not bars_enabled() or status != "trained":
-                    log(f"{name}: {what}: {cell_label(c)} ({done}/{total} cells)")
+                for c, status in zip(g, statuses):
+                    interrupted = interrupted or status == "interrupted"
+                    finished_now = status in ("trained", "done")
+                    done += finished_now
+                    bar.update(finished_now)
+                    what = {"trained": "done", "done": "done (by another process)", "interrupted": "interrupted",
+                            "held": "skipped: another process trains it",
+                            "stale": "skipped: its directory holds another configuration"}[status]
+                    if not bars_enabled() or status != "trained":
+                        log(f"{name}: {what}: {cell_label(c)} ({done}/{total} cells)")
     except KeyboardInterrupt:
         interrupted = True
         log(f"{name}: interrupted; the running cells save a checkpoint and stop")
@@ -140,12 +193,12 @@ def _worker_start(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def _worker_cell(cell: Cell) -> str:
-    """One cell in a worker: Ctrl-C now stops the run after its step, with a checkpoint (train.run)."""
+def _worker_group(cells: list[Cell], strategy: str) -> list[str]:
+    """One seed group in a worker: Ctrl-C now stops its runs after their step, with a checkpoint."""
     import signal
 
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        return train_cell(cell, show_progress=False, log=lambda m: None)
+        return train_group(cells, strategy, show_progress=False, log=lambda m: None)
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
