@@ -1,8 +1,9 @@
 """`relreason ablate`: a named ablation over tasks and seeds, as a paper-style table.
 
-Cells may train as seed groups (`--seed-batch K`), in parallel (`--jobs N` local worker processes) and on
-several machines sharing the output directory (`--shard I/K` on each); the tables are written once every cell has results (by
-the last shard to finish, or by any later `ablate` call), partial ones only with `--partial`.
+Cells may train as seed groups (`--seed-batch K`), in parallel (`--jobs N` local worker processes) and
+on several machines sharing the output directory (`--shard I/K` on each); the tables are written once
+every cell has results (by the last shard to finish, or by any later `ablate` call), partial ones only
+with `--partial`.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
 # the sweep options `ablate` and `reproduce` share (one machinery: relreason.studies)
 RerunStaleOpt = Annotated[bool, typer.Option("--rerun-stale", help="Move cells computed under another "
                                              "configuration aside and train them again.")]
-JobsOpt = Annotated[int, typer.Option("--jobs", help="Train this many cells at once, in worker processes "
-                                      "(torch threads: cores / jobs unless train.threads is set).")]
+JobsOpt = Annotated[int, typer.Option("--jobs", help="Train this many cells (or seed groups) at once, in worker "
+                                      "processes (torch threads: cores / jobs unless train.threads is set).")]
 ShardOpt = Annotated[Optional[str], typer.Option("--shard", help="I/K: train only seed groups I, I+K, I+2K, ... "
                                                  "(1-based, group index % K == I-1; with --seed-batch 1 the groups "
                                                  "are the cells), for K machines sharing --out; give every shard the "
@@ -31,9 +32,9 @@ ShardOpt = Annotated[Optional[str], typer.Option("--shard", help="I/K: train onl
 SeedBatchOpt = Annotated[str, typer.Option("--seed-batch", help="Train the cells of one column and task that differ "
                                            "only in seed as seed groups of up to K seeds, one process each, every cell "
                                            "its own run directory as if trained alone; 1: each cell alone. auto: the "
-                                           "seed count up to 4 on a GPU (one vmapped step for the group, faster), 1 on "
-                                           "CPU (a group buys one process for K cells but measured no faster: "
-                                           "reproduce --list).")]
+                                           "seed count up to 4 on a GPU (one vmapped step for the group; expected "
+                                           "faster, not yet measured), 1 on CPU (a group buys one process for K cells "
+                                           "but measured no faster: reproduce --list).")]
 SeedStrategyOpt = Annotated[str, typer.Option("--seed-strategy", help="How a seed group shares its step: auto (vmap "
                                               "where it applies on a GPU, else loop), vmap, loop (each seed's own "
                                               "step, bit for bit its single run).")]

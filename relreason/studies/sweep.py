@@ -117,7 +117,8 @@ def check_seed_strategy(text: str) -> str:
     """`--seed-strategy`: one of relreason.train.seed_group.Strategy's values."""
     choices = ("auto", "vmap", "loop")  # Strategy's values (importing it would import torch here)
     if text not in choices:
-        raise RelreasonError(f"--seed-strategy {text!r} is not one of {', '.join(choices)}", "e.g. --seed-strategy auto")
+        raise RelreasonError(f"--seed-strategy {text!r} is not one of {', '.join(choices)}",
+                             "e.g. --seed-strategy auto")
     return text
 
 
@@ -239,7 +240,8 @@ def table_costs(costs: Path | None = None, table: str | None = None, tasks: str 
             cost = f"{_hours(lo[1]['seconds'])} ({lo[0]})" + ("" if lo[0] == hi[0] else
                                                               f" to {_hours(hi[1]['seconds'])} ({hi[0]})")
             machines.add(f"{entry.get('hardware', '?')}, {entry.get('date', '?')}: {entry.get('command', '?')}")
-        rows.append({"table": name, "what": study.description, "columns": len(study.variants), "tasks": len(table_tasks),
+        rows.append({"table": name, "what": study.description, "columns": len(study.variants),
+                     "tasks": len(table_tasks),
                      "cells per seed": len(study.variants) * len(table_tasks),
                      "paper seeds": ", ".join(map(str, paper)) or "-", "seeds": seeds,
                      "one cell (measured)": cost, "measured": cells,
@@ -314,7 +316,8 @@ def _table_total(study: Study, tasks: list[str], cells: dict, ratios: dict | Non
                                          f"for all {len(tasks)} tasks)", "total_seconds": round(total, 1)}
     if why_grouped:
         return {**out, "in seed groups (predicted)": f"- ({why_grouped})", "grouped_seconds": None}
-    return {**out, "in seed groups (predicted)": ", ".join(f"{s} {_hours(t)} ({total / t:.2f}x)" for s, t in grouped.items()),
+    text = ", ".join(f"{s} {_hours(t)} ({total / t:.2f}x)" for s, t in grouped.items())
+    return {**out, "in seed groups (predicted)": text,
             "grouped_seconds": {s: round(t, 1) for s, t in grouped.items()}}
 
 

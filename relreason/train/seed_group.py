@@ -364,4 +364,5 @@ def stack_batches(batches: list) -> dict:
             "node_mask": torch.stack([b.node_mask for b in batches])}
 
 
-__all__ = ["Strategy", "SeedNoise", "SeedGroup", "run_group", "train_members", "vmapped_losses", "seed_configs", "group_names", "stack_batches"]
+__all__ = ["Strategy", "SeedNoise", "SeedGroup", "run_group", "train_members", "vmapped_losses", "seed_configs",
+           "group_names", "stack_batches"]

@@ -67,7 +67,8 @@ def same_files(a: Path, b: Path, exact: bool) -> None:
         {k: v for k, v in rb.items() if k not in TIMING | scores}
     ma, mb = ([json.loads(line) for line in (d / "metrics.jsonl").read_text().splitlines()] for d in (a, b))
     assert [(r["event"], r.get("examples")) for r in ma] == [(r["event"], r.get("examples")) for r in mb]
-    lr, steps = ca["config"]["train"]["lr"], ca["config"]["train"]["train_examples"] // ca["config"]["train"]["batch_size"]
+    t = ca["config"]["train"]
+    lr, steps = t["lr"], t["train_examples"] // t["batch_size"]
     for which in ("last", "best"):
         wa, wb = (load_file(str(d / which / "model.safetensors")) for d in (a, b))
         assert wa.keys() == wb.keys()
