@@ -139,6 +139,19 @@ def test_a_group_stopped_mid_way_resumes_each_cell(alone, tmp_path, monkeypatch)
     assert "resume" in events[0] and "resume" not in events[1]
 
 
+def test_a_cell_another_process_holds_is_left_out_of_its_group(alone, tmp_path):
+    from relreason.runtime import RunLock
+
+    out = tmp_path / "rep"
+    cells = plan_cells(TABLES.get("ibarz2022"), ["bfs"], 2, None, out, sets(alone / "data"))
+    logged: list[str] = []
+    with RunLock(cells[0].run_dir):  # as if another worker or machine were training it
+        sweep = run_table("ibarz2022", "bfs", 2, None, out, sets(alone / "data"), log=logged.append, seed_batch=2)
+    assert sweep.result["missing"] == ["triplet-gmpnn / bfs / seed 0"] and cell_state(cells[1]) == "done"
+    assert "ibarz2022: triplet-gmpnn / bfs / seed 0: another process trains it; skipped" in logged
+    assert not (cells[0].run_dir / "config.json").exists()  # left alone
+
+
 @pytest.mark.slow
 def test_jobs_train_seed_groups_in_workers(alone, tmp_path):
     res = invoke("reproduce", "ibarz2022", "--tasks", "bfs", "--seeds", "2", "--out", tmp_path / "rep",
