@@ -39,8 +39,9 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
     "cells" (records of the finished ones), "missing", "planned", "figures", "paper_line", ...}.
 
     `jobs`: cells train in that many worker processes (torch threads divided between them unless
-    train.threads is set). `shard` (i, k): this call trains only the cells j with j % k == i - 1 (i is
-    1-based), so k machines (a SLURM array) can share one sweep directory. Either way a cell is claimed
+    train.threads is set). `shard` (i, k): this call trains only the seed groups j with j % k == i - 1 (i
+    is 1-based; with `seed_batch` 1 the groups are the cells), so k machines (a SLURM array) can share one
+    sweep directory. Either way a cell is claimed
     with its run lock; a cell whose lock another process holds is being trained there and is skipped.
 
     `seed_batch` (None: `default_seed_batch`): the cells of one (column, task) train as seed groups of up to
@@ -115,7 +116,9 @@ def parse_seed_batch(text: str | int | None) -> int | None:
 
 def check_seed_strategy(text: str) -> str:
     """`--seed-strategy`: one of relreason.train.seed_group.Strategy's values."""
-    choices = ("auto", "vmap", "loop")  # Strategy's values (importing it would import torch here)
+    from relreason.train.seed_group import Strategy
+
+    choices = [s.value for s in Strategy]
     if text not in choices:
         raise RelreasonError(f"--seed-strategy {text!r} is not one of {', '.join(choices)}",
                              "e.g. --seed-strategy auto")
