@@ -4,6 +4,13 @@ slows both sides of a ratio alike.
 
     PYTHONPATH=. .venv/bin/python scripts/bench_seeds.py --model rt --recipe rt --seeds 4 --steps 6
     PYTHONPATH=. .venv/bin/python scripts/bench_seeds.py --model mpnn --recipe default --batch-size 32 --seeds 4
+    PYTHONPATH=. .venv/bin/python scripts/bench_seeds.py --tables rt-table19 --steps 3 --record
+
+With --tables, every column of those published tables (its model, protocol recipe and delta) is measured at
+the group sizes a sweep at the paper's seed count forms (`relreason reproduce --seed-batch 4`: 20 seeds are
+five groups of 4, 10 are 4+4+2, 3 one group of 3; --group-sizes replaces them); --record writes the ratios
+into relreason/studies/costs.json ("seed_groups": {"hardware", "date", "commands", "ratios": {"COLUMN K=k":
+{"group_vmap", "group_loop", "jobs2"}}}), which `relreason reproduce --list` reads with the cell costs.
 
 Times the training step only (data, forward with hints, loss, backward, clipping, Adam; no validation) of
 each way to train K seeds of one configuration on --task:
@@ -24,13 +31,14 @@ import time
 import torch
 
 
-def configs(args):
+def configs(args, model=None, recipe=None, seeds=None, ablation=None):
     from relreason.config import build_config
     from relreason.train.seed_group import seed_configs
 
     sets = [f"train.batch_size={args.batch_size}"] if args.batch_size else []
     sets += [f"data.data_dir={args.data_dir}"] + list(args.set)
-    return seed_configs(build_config(args.model, args.task, args.recipe, sets), list(range(args.seeds)))
+    cfg = build_config(model or args.model, args.task, recipe if model else args.recipe, sets, ablation=ablation)
+    return seed_configs(cfg, list(range(seeds or args.seeds)))
 
 
 class Single:
@@ -129,13 +137,87 @@ def peak_gflops() -> float:
     return 2 * 1024 ** 3 / best / 1e9
 
 
+def measure(cfgs, args) -> dict:
+    """Examples/s of each way to train the seeds of `cfgs` (the best of --rounds interleaved rounds)."""
+    B, K, N = cfgs[0].train.batch_size, len(cfgs), args.steps
+    best: dict[str, float] = {}
+    ways = (("sequential", lambda: sequential_steps(cfgs, N)), ("group_vmap", lambda: group_steps(cfgs, N, True)),
+            ("group_loop", lambda: group_steps(cfgs, N, False)), ("jobs2", lambda: jobs2_steps(cfgs, N, args.threads)))
+    for _ in range(args.rounds):
+        for name, fn in ways:
+            if name == "jobs2" and args.no_jobs2:
+                continue
+            best[name] = min(best.get(name, float("inf")), fn())
+    return {k: K * N * B / v for k, v in best.items()}
+
+
+def report(cfgs, rate: dict, args, label: str) -> dict:
+    """Prints one configuration's figures; returns its ratios to `sequential`."""
+    B, K, N = cfgs[0].train.batch_size, len(cfgs), args.steps
+    flops = flops_per_step(cfgs[0]) / B
+    peak = peak_gflops()
+    print(f"{label}model={cfgs[0].model_name} task={args.task} recipe={cfgs[0].recipe} batch={B} seeds={K} steps={N} "
+          f"threads={args.threads} flops_per_example={flops:.3g} peak_gflops={peak:.1f}")
+    for k, v in rate.items():
+        print(f"{k}_examples_per_s={v:.2f} {k}_mfu={flops * v / (peak * 1e9):.4f}")
+    jobs2 = f"ratio_group_vmap_vs_jobs2={rate['group_vmap'] / rate['jobs2']:.2f} " if "jobs2" in rate else ""
+    print(f"ratio_group_vmap_vs_sequential={rate['group_vmap'] / rate['sequential']:.2f} {jobs2}"
+          f"ratio_group_loop_vs_sequential={rate['group_loop'] / rate['sequential']:.2f}", flush=True)
+    return {k: round(rate[k] / rate["sequential"], 3) for k in ("group_vmap", "group_loop", "jobs2") if k in rate}
+
+
+def table_columns(names: str, sizes: str | None):
+    """(key, model, recipe, ablation, group sizes) of every distinct column of the tables `names`."""
+    from relreason.studies.sweep import column_key, column_seeds, group_sizes
+    from relreason.studies.tables import TABLES
+
+    seen = {}
+    for name in names.split(","):
+        study = TABLES.get(name)
+        for v in study.variants:
+            ks = [int(k) for k in sizes.split(",")] if sizes else group_sizes(column_seeds(study, v) or 0, 4)
+            key = column_key(v)
+            prev = seen.get(key)
+            seen[key] = (key, v.model, v.recipe, (study.name, v.delta), sorted(set(ks) | set(prev[4] if prev else ())))
+    return list(seen.values())
+
+
+def record(ratios: dict, argv: list[str]) -> None:
+    """Writes `ratios` ({"COLUMN K=k": {...}}) into the shipped costs file's "seed_groups" (atomically)."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from relreason.runtime import hardware
+    from relreason.studies.sweep import costs_file
+
+    out = costs_file()
+    costs = json.loads(out.read_text()) if out.is_file() else {}
+    entry = costs.setdefault("seed_groups", {})
+    entry.update({"hardware": hardware("cpu"), "date": time.strftime("%Y-%m-%d")})
+    command = "python scripts/bench_seeds.py " + " ".join(argv)
+    entry["commands"] = sorted(set(entry.get("commands", [])) | {command})
+    entry.setdefault("ratios", {}).update(ratios)
+    tmp = Path(str(out) + ".tmp")
+    tmp.write_text(json.dumps(costs, indent=1, sort_keys=True) + "\n")
+    tmp.replace(out)
+    print(f"recorded {len(ratios)} ratio(s) in {out}", file=sys.stderr)
+
+
 def main() -> None:
+    import sys
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="rt")
     p.add_argument("--task", default="bellman_ford")
     p.add_argument("--recipe", default=None, help="recipe (default: the model's paper recipe)")
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--seeds", type=int, default=4, help="K")
+    p.add_argument("--tables", default=None, help="comma list: measure every column of these published tables")
+    p.add_argument("--group-sizes", default=None, help="with --tables: comma list of K (default: the group sizes "
+                                                       "of each column's paper seed count, groups of up to 4)")
+    p.add_argument("--no-jobs2", action="store_true", help="skip the 2-process way (it starts processes: slow)")
+    p.add_argument("--record", action="store_true", help="write the ratios into relreason/studies/costs.json")
     p.add_argument("--steps", type=int, default=6, help="timed steps per seed")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--rounds", type=int, default=2, help="interleaved rounds; the best of each is kept")
@@ -143,24 +225,26 @@ def main() -> None:
     p.add_argument("--set", action="append", default=[])
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    cfgs = configs(args)
-    B, K, N = cfgs[0].train.batch_size, args.seeds, args.steps
-    best: dict[str, float] = {}
-    for _ in range(args.rounds):
-        for name, fn in (("sequential", lambda: sequential_steps(cfgs, N)), ("group_vmap", lambda: group_steps(cfgs, N, True)),
-                         ("group_loop", lambda: group_steps(cfgs, N, False)),
-                         ("jobs2", lambda: jobs2_steps(cfgs, N, args.threads))):
-            best[name] = min(best.get(name, float("inf")), fn())
-    rate = {k: K * N * B / v for k, v in best.items()}
-    flops = flops_per_step(cfgs[0]) / B
-    peak = peak_gflops()
-    print(f"model={args.model} task={args.task} recipe={cfgs[0].recipe} batch={B} seeds={K} steps={N} "
-          f"threads={args.threads} flops_per_example={flops:.3g} peak_gflops={peak:.1f}")
-    for k, v in rate.items():
-        print(f"{k}_examples_per_s={v:.2f} {k}_mfu={flops * v / (peak * 1e9):.4f}")
-    print(f"ratio_group_vmap_vs_sequential={rate['group_vmap'] / rate['sequential']:.2f} "
-          f"ratio_group_vmap_vs_jobs2={rate['group_vmap'] / rate['jobs2']:.2f} "
-          f"ratio_group_loop_vs_sequential={rate['group_loop'] / rate['sequential']:.2f}")
+    ratios = {}
+    if args.tables:
+        for key, model, recipe, ablation, sizes in table_columns(args.tables, args.group_sizes):
+            for k in sizes:
+                cfgs = configs(args, model, recipe, k, ablation)
+                ratios[f"{key} K={k}"] = report(cfgs, measure(cfgs, args), args, f"{key} K={k}: ")
+    else:
+        cfgs = configs(args)
+        from relreason.studies.sweep import column_key
+        from relreason.studies.variants import Variant
+
+        key = column_key(Variant(args.model, args.model, {}, args.recipe)) if not args.set and not args.batch_size \
+            else None
+        ratio = report(cfgs, measure(cfgs, args), args, "")
+        if key is not None:
+            ratios[f"{key} K={args.seeds}"] = ratio
+    if args.record:
+        if not ratios:
+            raise SystemExit("--record keeps the ratios of protocol configurations only: no --set or --batch-size")
+        record(ratios, sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -206,3 +206,15 @@ def test_list_shows_each_total_alone_and_in_seed_groups(tmp_path):
     assert one[0]["total_seconds"] == 1800.0 * 2 * 8 * 3
     assert "transformer: group of 3 not measured" in one[0]["in seed groups (predicted)"]
     one_line_error(invoke("reproduce", "--list", "--seeds", "3"), "--list takes --tasks and --seeds with a table name")
+
+
+def test_the_shipped_ratios_price_the_rt_core8_table_at_3_seeds():
+    """relreason/studies/costs.json ships measured group ratios (with the machine and the commands) for
+    every column of rt-table19 in groups of 3: `reproduce rt-table19 --tasks core8 --seeds 3 --list`."""
+    from relreason.studies.sweep import costs_file
+
+    groups = json.loads(costs_file().read_text())["seed_groups"]
+    assert groups["hardware"] and all(c.startswith("python scripts/bench_seeds.py") for c in groups["commands"])
+    row = json.loads(ok(invoke("reproduce", "rt-table19", "--tasks", "core8", "--seeds", "3", "--list",
+                               "--json")))["tables"][0]
+    assert row["total_seconds"] and set(row["grouped_seconds"]) == {"loop", "vmap"}
