@@ -91,7 +91,7 @@ def train_cmd(
     as_json: JsonOpt = False,
     seeds: Annotated[Optional[str], typer.Option(
         "--seeds", help="Train these seeds (comma list) as one seed group in one process, each exactly its own "
-                        "run NAME-sSEED (relreason.train.seed_group).", show_default=False)] = None,
+                        "run NAME-sSEED (relreason.train.seed_group).", show_default="one run, train.seed")] = None,
     seed_strategy: Annotated[str, typer.Option(
         "--seed-strategy", help="How a seed group shares its step: auto (vmap where it applies), vmap, loop.")] = "auto",
 ) -> None:
