@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fake_runs import results_json
+from fake_runs import make_run, results_json
 from relreason.cli.main import app
 from relreason.results import CURVES, SWEEPS, collect_results, report_sections, write_report
 from relreason.studies.cells import plan_cells
@@ -112,6 +112,22 @@ def test_the_page_shows_results_mds_own_rows_and_the_committed_figures(tmp_path)
     # only the tables asked for
     sections = report_sections(results, None, ["ibarz2022"])
     assert [s.name for s in sections] == ["ibarz2022"]
+
+
+def test_a_run_directory_gets_its_scores_record_and_figures(tmp_path):
+    """A run directory given beside a table: its test table, command, hardware and wall time, the validation
+    curve and training loss of its metrics.jsonl, and its saved size sweep; one without a sweep skips it."""
+    results = _results(tmp_path)
+    swept, plain = make_run(tmp_path / "runs", "swept"), make_run(tmp_path / "runs", "plain", seed=1)
+    (swept / "ood_sweep.json").write_text(json.dumps({
+        "kind": "ood_sweep", "schema_version": 1, "model": "mpnn", "task": "bfs", "metric": "clrs",
+        "rows": [{"graph": g, "size": n, "score": 0.5} for g in ("clrs", "er") for n in (16, 32)]}))
+    counts = write_page(["ibarz2022", str(swept), str(plain)], tmp_path / "r.html", results)
+    html = (tmp_path / "r.html").read_text()
+    assert counts == {"sections": 3, "tables": 3 + 2 * 2, "figures": 2 + 3 + 2}
+    assert html.count('data-kind="ood"') == 2 and 'data-series="2"' in html.split('id="s-run-swept"')[1]
+    run_part = html.split('id="s-run-plain"')[1]
+    assert "<code>relreason train mpnn bfs</code>" in run_part and 'data-kind="ood"' not in run_part
 
 
 def test_report_errors_are_one_line(tmp_path):

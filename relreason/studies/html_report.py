@@ -20,6 +20,7 @@ from html import escape
 from pathlib import Path
 
 from relreason.errors import RelreasonError, write_error
+from relreason.eval.report import cell_text
 from relreason.eval.svg import Series, line_chart
 from relreason.results import CURVES, INTRODUCTION, SWEEPS, Section, report_sections
 
@@ -60,14 +61,6 @@ def inline(text: str) -> str:
     return "".join(out)
 
 
-def _text(v) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.4f}"
-    return str(v)
-
-
 def table_html(rows: list[dict], columns: list[str], kind: str) -> str:
     """A <table> of `rows` under `columns` (cells as inline Markdown); a verdict cell is coloured by its word."""
     head = "".join(f"<th>{inline(c)}</th>" for c in columns)
@@ -75,7 +68,7 @@ def table_html(rows: list[dict], columns: list[str], kind: str) -> str:
     for r in rows:
         cells = []
         for c in columns:
-            value = _text(r.get(c))
+            value = cell_text(r.get(c))
             word = value.split(":")[0].split()[0] if c == "verdict" and value.strip() else ""
             css = f' class="verdict-{word}"' if word in ("agrees", "lower", "higher", "inconclusive") else ""
             cells.append(f"<td{css}>{inline(value)}</td>")
@@ -184,7 +177,7 @@ def run_section(run: Path) -> tuple[str, str]:
              f"<h2>{inline(title)}</h2>",
              f"<p>Out-of-distribution test ({inline(res.test_label or f'test, n={res.test_size}')}): "
              f"{escape(unit)}.</p>",
-             table_html([{k: _text(v) for k, v in r.items()} for r in rows], columns, "run-scores"),
+             table_html([{k: cell_text(v) for k, v in r.items()} for r in rows], columns, "run-scores"),
              table_html(facts, ["what", "value"], "run-facts")]
     vals = validations(read_metrics(RunDir(run).metrics)) if RunDir(run).metrics.is_file() else []
     figures = []
