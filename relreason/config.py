@@ -106,6 +106,9 @@ class TrainConfig:
     # and nothing is read back to the host (seed groups and CUDA graphs need it); the same numbers to float
     # rounding, a little more work on CPU (finished samples still compute); dense graphs only
     static_step: bool = False
+    # fine-tuning: the checkpoint (a run directory -> its best/, a checkpoint or `export --hub` folder) whose
+    # weights start the run instead of a fresh initialisation, loaded strictly; null: a fresh start
+    init: str | None = None
 
     def problems(self) -> list[str]:
         out = [f"train.{k} must be positive, got {getattr(self, k)}"
@@ -124,6 +127,8 @@ class TrainConfig:
             out.append(f"train.precision must be {' or '.join(PRECISIONS)}, got {self.precision!r}")
         if self.device not in ("auto", "cpu", "cuda") and not re.fullmatch(r"cuda:\d+", self.device):
             out.append(f"train.device {self.device!r} must be auto, cpu, cuda or cuda:N")
+        if self.init is not None and not self.init.strip():
+            out.append("train.init must name a checkpoint directory, or be null (a fresh start)")
         out.extend(schedule_problems(self))
         if self.log not in TRACKERS:
             out.append(f"train.log must be one of {', '.join(TRACKERS.names())}, got {self.log!r}")

@@ -12,3 +12,18 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
 .venv/bin/python -m pip install --quiet -e ".[dev,plot,tensorboard,hf,pyg]"
+# A headless Chromium for tests/test_report_page.py (`relreason report`'s page rendered in a real browser; the
+# test skips, naming why, where there is none): installed in CI (CI=true), or where it is missing and apt-get
+# exists. Never a reason for this script to fail (no apt-get, no root, no network: a note, and the test skips).
+if [ "${CI:-}" = "true" ] || { ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; }; then
+  SUDO=""
+  if [ "$(id -u)" != "0" ]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true >/dev/null 2>&1; then SUDO="sudo -n"; else SUDO="none"; fi
+  fi
+  if [ "$SUDO" = "none" ]; then
+    echo "setup.sh: chromium not installed (apt-get needs root); the browser test will skip" >&2
+  elif ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium; } \
+      >/dev/null 2>&1; then
+    echo "setup.sh: chromium not installed (apt-get unavailable or failed); the browser test will skip" >&2
+  fi
+fi

@@ -1,5 +1,6 @@
 """`relreason reproduce TABLE` (a paper's table at its protocol, ours beside the published figures) and
-`relreason results` (result files under results/ and RESULTS.md, generated from finished cells)."""
+`relreason results` (result files under results/ and RESULTS.md, generated from finished cells) and
+`relreason report` (the same results as one self-contained HTML page)."""
 
 from __future__ import annotations
 
@@ -149,3 +150,32 @@ def results_cmd(
         err.print(f"{len(copied)} result file(s) written under {results}", highlight=False)
     n = write_report(results, markdown, margin)
     err.print(f"{markdown}: {n} table(s) with results", highlight=False)
+
+
+@report_errors
+def report_cmd(
+    items: Annotated[Optional[list[str]], typer.Argument(
+        help="Published tables (`relreason reproduce --list`) and/or finished run directories.",
+        show_default="every table with results, as RESULTS.md")] = None,
+    out_file: Annotated[Path, typer.Option("--out", help="The HTML page written.")] = Path("report.html"),
+    results: Annotated[Path, typer.Option("--results", help="Where the result files are kept (committed).")] =
+    Path("results"),
+    margin: MarginOpt = None,
+) -> None:
+    """Write the results as one self-contained HTML page: each table beside the published one with its
+    verdicts (the rows of RESULTS.md), learning curves, size sweeps where saved, the model-selection
+    tables, and per cell the command, hardware and wall time; or the same for run directories.
+
+    Examples:\n
+      relreason report --out report.html\n
+      relreason report clrs30 ibarz2022 --out tables.html\n
+      relreason report runs/mpnn-bfs-s42-20261121-101500 --out run.html
+    """
+    from relreason.eval.stats import check_margin
+    from relreason.studies.html_report import write_page
+
+    if margin is not None:
+        check_margin(margin)
+    counts = write_page(list(items or []), out_file, results, margin)
+    err.print(f"{out_file}: {counts['sections']} section(s), {counts['tables']} table(s), {counts['figures']} "
+              "figure(s)", highlight=False, markup=False)

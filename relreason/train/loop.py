@@ -300,6 +300,8 @@ class _Session:
                                                                  self.state["examples"] if resume else None)
         if resume and self.dd.world > 1:
             self._share(with_optimizer=True)
+        elif self.cfg.train.init is not None and self.dd.world > 1:  # rank 0 read the --init weights
+            self._share(with_optimizer=False)
 
     def _share(self, with_optimizer: bool) -> None:
         """Rank 0's weights (and optimizer and counters) on every rank, which need not see its files."""
@@ -342,6 +344,9 @@ class _Session:
                      + (f" (changed: {', '.join(sorted(changed))})" if changed else ""))
         else:
             self.metrics.unlink(missing_ok=True)  # leftovers of a run killed before its first checkpoint
+            if t.init is not None:  # fine-tuning: the source's weights replace the fresh ones (resume has its own)
+                source = ckpt.load_init(t.init, cfg, self.wl.model)
+                self.log(f"initialised from {source}")
         here = hardware(str(self.dd.device)) + (f", {self.dd.world} processes" if self.dd.world > 1 else "")
         if here not in self.state.setdefault("hardware", []):  # every machine a session of the run trained on
             self.state["hardware"].append(here)
