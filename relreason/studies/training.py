@@ -25,6 +25,7 @@ def train_cell(cell: Cell, show_progress: bool = False, log: Callable[[str], Non
     trains it: left alone), "done" (another process finished it meanwhile) or "stale" (its directory holds
     another configuration's run)."""
     from relreason.runtime import RunLock
+    from relreason.tracking import RunAbout
     from relreason.train import run
     from relreason.train.loop import resume_config
 
@@ -43,8 +44,9 @@ def train_cell(cell: Cell, show_progress: bool = False, log: Callable[[str], Non
         if state == "partial":  # the stored config (the same cell; it may differ in machine-only keys)
             t = cell.config.train
             cfg = resume_config(cell.run_dir, [f"train.device={t.device}", f"train.threads={t.threads}"])
+        about = RunAbout(cell_label(cell), group=cell.study or None, job_type=cell.variant.label)
         res = run(cfg, out=cell.directory, name=CELL_RUN, resume=state == "partial", show_progress=show_progress,
-                  command=command or cli_command(), log=log, lock=lock)
+                  command=command or cli_command(), log=log, lock=lock, about=about)
         return "interrupted" if res.interrupted else "trained"
     finally:
         lock.release()

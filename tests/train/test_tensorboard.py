@@ -124,8 +124,9 @@ def test_switching_the_tracker_on_is_no_protocol_change_and_may_come_on_resume(l
 
 
 def test_unknown_tracker_is_refused():
-    with pytest.raises(RelreasonError, match="train.log must be one of none, tensorboard, got 'wandb'"):
-        config("unused", "train.log=wandb")
+    with pytest.raises(RelreasonError, match="train.log must be one of none, tensorboard, wandb, or several "
+                                             r"comma-separated \(tensorboard,wandb\), got 'mlflow'"):
+        config("unused", "train.log=mlflow")
 
 
 def test_missing_tensorboard_is_one_line_before_anything_is_written(tmp_path, monkeypatch):
