@@ -126,10 +126,14 @@ class WandbTracker:
         return json.dumps({"id": self.id, "step": self.sent}).encode().ljust(self.WIDTH)
 
     def _write(self) -> None:
-        from relreason.data.store import atomic_path
-
-        with atomic_path(self.path) as tmp:
-            tmp.write_bytes(self._text())
+        """The whole record, atomically (temp + rename: a kill leaves the old one or the new one)."""
+        tmp = self.path.with_name(f".{self.RECORD}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # the umask's permissions
+        try:
+            os.write(fd, self._text())
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.path)
 
     def scalars(self, step: int, values: dict[str, float]) -> None:
         if step <= self.skip_through:

@@ -81,7 +81,13 @@ def _config(config) -> dict:
 
 
 def offline_runs(wandb_dir: Path) -> list[OfflineRun]:
-    """The offline runs under WANDB_DIR (its wandb/offline-run-<time>-<id>[-k] folders), oldest first."""
+    """The offline runs under WANDB_DIR (its wandb/offline-run-<time>-<id>[-k] folders), oldest first.
+
+    The `wandb-core` process writes the files, after `finish()` has returned: `wandb.teardown()` first
+    waits for it to end, so every file is whole."""
+    import wandb
+
+    wandb.teardown()
     files = sorted(Path(wandb_dir).glob("wandb/offline-run-*/run-*.wandb"), key=lambda p: p.stat().st_mtime_ns)
     return [read_run(f) for f in files]
 

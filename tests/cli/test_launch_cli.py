@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from child_hold import hold_env, wait_held
+from child_hold import hold_env, release, wait_held
 from cli_run import ENTRY, fails, invoke, one_line_error, relreason, succeeds, tiny_sets
 from relreason.runtime import lock_holder
 from relreason.studies.launch import SLURM_KEYS, parse_slurm
@@ -55,7 +55,8 @@ def test_a_job_killed_mid_cell_is_resumed_by_submitting_again(tmp_path):
         assert holder["pid"] != proc.pid  # the cell trains in the job's process, not in the command's
         os.kill(holder["pid"], signal.SIGKILL)
         stdout, stderr = proc.communicate()
-    finally:
+    finally:  # on a failure above: the held job goes on and ends by itself (a tiny run), the command is stopped
+        release(tmp_path)
         if proc.poll() is None:
             proc.kill()
     fails(subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), 1,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 import subprocess
 import sys
 
@@ -19,7 +18,7 @@ from relreason.errors import RelreasonError
 from relreason.tracking import RunAbout
 from relreason.train import run
 
-from stop_requests import stop_after
+from stop_requests import sessions_with_a_lost_checkpoint
 from wandb_records import offline_runs, series
 
 TINY = ["model.hidden=8", "train.batch_size=4", "train.train_examples=40", "train.eval_every_examples=16",
@@ -76,18 +75,10 @@ def test_a_resumed_run_continues_the_same_wandb_run_and_sends_every_step_once(tm
     """As the TensorBoard test: session 1 stops at 8 examples (its checkpoint); session 2 trains on to 32 and
     stops, but its checkpoint is lost (last/ put back to session 1's, as after a kill -9); session 3 resumes
     from 8. Every session is the same W&B run; each step is sent once, the last session's from 36 on."""
-    data, runs = tmp_path / "data", tmp_path / "runs"
+    runs = tmp_path / "runs"
     d = runs / "w"
-    with monkeypatch.context() as m:
-        stop_after(m, 2)
-        assert run(config(data, "train.log=wandb"), out=runs, name="w", show_progress=False).interrupted
-    shutil.copytree(d / "last", tmp_path / "last-at-8")
-    with monkeypatch.context() as m:
-        stop_after(m, 6)
-        run(config(data, "train.log=wandb"), out=runs, name="w", resume=True, show_progress=False)
-    shutil.rmtree(d / "last")
-    shutil.copytree(tmp_path / "last-at-8", d / "last")
-    run(config(data, "train.log=wandb"), out=runs, name="w", resume=True, show_progress=False)
+    sessions_with_a_lost_checkpoint(monkeypatch, config(tmp_path / "data", "train.log=wandb"), runs, "w",
+                                    tmp_path / "spare")
     sessions = offline_runs(offline)
     assert len(sessions) == 3 and {s.id for s in sessions} == {json.loads((d / "wandb.json").read_text())["id"]}
     assert all(s.group == "" and s.job_type == "train" and s.name == "w" for s in sessions)  # a run, not a cell
