@@ -27,6 +27,17 @@ JobsOpt = Annotated[int, typer.Option("--jobs", help="Train this many cells at o
 ShardOpt = Annotated[Optional[str], typer.Option("--shard", help="I/K: train only cells I, I+K, I+2K, ... "
                                                  "(1-based, cell index % K == I-1), for K machines sharing --out.",
                                                  show_default="every cell")]
+LauncherOpt = Annotated[str, typer.Option("--launcher", help="Where the cells train: local (here), slurm (one job "
+                                          "array through submitit, a cell per job) or local-submitit (the same "
+                                          "jobs as processes here).")]
+SlurmOpt = Annotated[Optional[str], typer.Option("--slurm", help="KEY=VALUE,... of each job: partition, time "
+                                                 "(minutes or [D-]HH:MM:SS; required for slurm), gpus_per_node, "
+                                                 "cpus_per_task, mem_gb, account, qos, constraint, array_parallelism.",
+                                                 show_default=False)]
+WaitOpt = Annotated[bool, typer.Option("--wait", help="With a submitit launcher: wait for the jobs to end, then "
+                                       "print the tables (fails naming a failed job).")]
+StatusOpt = Annotated[bool, typer.Option("--status", help="Train nothing: each cell's status (done, running with "
+                                         "its job, partial, missing, stale).")]
 
 
 @report_errors
@@ -44,6 +55,10 @@ def ablate_cmd(
     partial: Annotated[bool, typer.Option("--partial", help="While cells are missing, still write the tables "
                                           "(as results.partial.*).")] = False,
     margin: MarginOpt = None,
+    launcher: LauncherOpt = "local",
+    slurm: SlurmOpt = None,
+    wait: WaitOpt = False,
+    status: StatusOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a named ablation: every variant x task x seed, resumable; prints per task ours (mean ±
@@ -56,13 +71,17 @@ def ablate_cmd(
       relreason ablate single-layer --tasks core8 --seeds 3\n
       relreason ablate dat-symbols --tasks sorting --recipe quick --json\n
       relreason ablate single-layer --tasks core8 --seeds 3 --jobs 2\n
-      relreason ablate single-layer --tasks core8 --seeds 3 --shard $SLURM_ARRAY_TASK_ID/8
+      relreason ablate single-layer --tasks core8 --seeds 3 --launcher slurm --slurm partition=gpu,time=600
     """
     from relreason.studies.report import missing_note
-    from relreason.studies.sweep import run_ablation
+    from relreason.studies.sweep import run_ablation, sweep_status
 
+    if status:
+        print_status(sweep_status("ablation", name, tasks, seeds, recipe, out_dir, sets), as_json)
+        return
     sweep = run_ablation(name, tasks, seeds, recipe, out_dir, sets, partial=partial, rerun_stale=rerun_stale,
-                         log=lambda m: err.print(escape(m), highlight=False), jobs=jobs, shard=shard, margin=margin)
+                         log=lambda m: err.print(escape(m), highlight=False), jobs=jobs, shard=shard, margin=margin,
+                         launcher=launcher, slurm=slurm, wait=wait)
     if sweep.result["missing"]:
         err.print(escape(missing_note(sweep.result)), highlight=False)
     if sweep.stem is None:
@@ -72,6 +91,27 @@ def ablate_cmd(
             out.print_json(json.dumps(sweep.result))
         return
     print_sweep(sweep, as_json)
+
+
+def print_status(rows: list[dict], as_json: bool) -> None:
+    """`--status`: a row per cell (status, job, progress), then the counts (stderr)."""
+    from collections import Counter
+
+    if as_json:
+        out.print_json(json.dumps({"cells": rows}))
+        return
+    from rich.table import Table
+
+    t = Table(title="cells")
+    for column in ("cell", "status", "job", "examples", "run"):
+        t.add_column(column)
+    for r in rows:
+        where = f"{r['job'] or '-'}" + (f" on {r['host']}" if r["host"] else "")
+        done = f"{r['examples']:,} / {r['of']:,}" if r["examples"] is not None else "-"
+        t.add_row(r["cell"], r["status"], where, done, r["run"])
+    out.print(t, highlight=False, markup=False)
+    counts = Counter(r["status"] for r in rows)
+    err.print(", ".join(f"{n} {s}" for s, n in counts.items()) + f" ({len(rows)} cells)", highlight=False)
 
 
 def print_sweep(sweep: Sweep, as_json: bool) -> None:

@@ -11,7 +11,8 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from relreason.cli.ablate import JobsOpt, RerunStaleOpt, ShardOpt, print_sweep
+from relreason.cli.ablate import (JobsOpt, LauncherOpt, RerunStaleOpt, ShardOpt, SlurmOpt, StatusOpt, WaitOpt,
+                                  print_status, print_sweep)
 from relreason.cli.common import JsonOpt, MarginOpt, err, out, report_errors
 from relreason.cli.train import RecipeOpt, SetOpt
 from relreason.errors import RelreasonError
@@ -44,6 +45,10 @@ def reproduce_cmd(
     results_dir: Annotated[Path, typer.Option("--results", help="The committed result files --verify reads and "
                                               "writes (results/verify).")] = Path("results"),
     margin: MarginOpt = None,
+    launcher: LauncherOpt = "local",
+    slurm: SlurmOpt = None,
+    wait: WaitOpt = False,
+    status: StatusOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Reproduce a published table: run its cells at the paper's protocol (resumable) and print ours
@@ -55,9 +60,10 @@ def reproduce_cmd(
       relreason reproduce --list\n
       relreason reproduce rt-table19 --models rt --tasks bellman_ford --seeds 1 --recipe quick\n
       relreason reproduce clrs30 --models mpnn --tasks bellman_ford --seeds 3 --jobs 2\n
-      relreason reproduce ibarz2022 --tasks core8 --seeds 3 --shard $SLURM_ARRAY_TASK_ID/8
+      relreason reproduce ibarz2022 --tasks core8 --seeds 3 --launcher slurm --slurm partition=gpu,time=600\n
+      relreason reproduce ibarz2022 --tasks core8 --seeds 3 --status
     """
-    from relreason.studies.sweep import run_table, table_costs
+    from relreason.studies.sweep import run_table, sweep_status, table_costs
 
     if list_tables:
         if table is not None:
@@ -67,12 +73,15 @@ def reproduce_cmd(
         return
     if table is None:
         raise RelreasonError("which table?", "give a table name (relreason reproduce --list shows them)")
+    if status:
+        print_status(sweep_status("table", table, tasks, seeds, recipe, out_dir, sets, models), as_json)
+        return
     if verify:
         _verify(table, tasks, seeds, models, results_dir, verify_validations, out_dir, as_json)
         return
     sweep = run_table(table, tasks, seeds, recipe, out_dir, sets, models=models, train=not no_train,
                       rerun_stale=rerun_stale, log=lambda m: err.print(escape(m), highlight=False), jobs=jobs,
-                      shard=shard, margin=margin)
+                      shard=shard, margin=margin, launcher=launcher, slurm=slurm, wait=wait)
     print_sweep(sweep, as_json)
 
 

@@ -17,11 +17,15 @@ from relreason.runtime import cli_command
 from relreason.studies.cells import Cell, cell_label, cell_state, is_held
 
 
-def train_cell(cell: Cell, show_progress: bool = False, log: Callable[[str], None] = print) -> str:
+def train_cell(cell: Cell, show_progress: bool = False, log: Callable[[str], None] = print,
+               command: str | None = None) -> str:
     """Claims a cell with its run lock and trains it (resuming a checkpoint under the same config).
-    Returns "trained", "interrupted", "held" (another process trains it: left alone), "done" (another
-    process finished it meanwhile) or "stale" (its directory holds another configuration's run)."""
+    `command`: the command line its run records (a job of relreason.studies.launch: the one that
+    submitted it); by default this process's. Returns "trained", "interrupted", "held" (another process
+    trains it: left alone), "done" (another process finished it meanwhile) or "stale" (its directory holds
+    another configuration's run)."""
     from relreason.runtime import RunLock
+    from relreason.tracking import RunAbout
     from relreason.train import run
     from relreason.train.loop import resume_config
 
@@ -40,9 +44,9 @@ def train_cell(cell: Cell, show_progress: bool = False, log: Callable[[str], Non
         if state == "partial":  # the stored config (the same cell; it may differ in machine-only keys)
             t = cell.config.train
             cfg = resume_config(cell.run_dir, [f"train.device={t.device}", f"train.threads={t.threads}"])
+        about = RunAbout(cell_label(cell), group=cell.study or None, job_type=cell.variant.label)
         res = run(cfg, out=cell.directory, name=CELL_RUN, resume=state == "partial", show_progress=show_progress,
-                  command=cli_command(),
-                  log=log, lock=lock)
+                  command=command or cli_command(), log=log, lock=lock, about=about)
         return "interrupted" if res.interrupted else "trained"
     finally:
         lock.release()
