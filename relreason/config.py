@@ -49,7 +49,7 @@ from relreason.errors import RelreasonError
 from relreason.protocol import NOT_PROTOCOL_KEYS
 from relreason.runtime import recipe_dir
 from relreason.schedules import schedule_problems
-from relreason.tracking import TRACKERS
+from relreason.tracking import log_problems
 from relreason.registry import Registry
 
 
@@ -101,11 +101,16 @@ class TrainConfig:
     lr_schedule: str = "constant"  # constant | cosine | linear (relreason.schedules): every paper reproduced here keeps lr constant
     warmup_examples: int = 0  # linear warm-up of lr over this many examples first; 0: none (no paper reproduced here warms up)
     min_lr: float = 0.0  # the rate cosine / linear decay reaches at train.train_examples; must stay 0 under constant
-    log: str = "none"  # none | tensorboard: also TensorBoard event files in the run directory (pip install 'relreason[tensorboard]')
+    # none | tensorboard (event files in the run directory) | wandb (a W&B run), or several: tensorboard,wandb
+    # (pip install 'relreason[tensorboard]' / 'relreason[wandb]'); a view of metrics.jsonl, never the protocol
+    log: str = "none"
     # the shape-static step: samples whose trajectory ended are masked, not dropped, so every shape is fixed
     # and nothing is read back to the host (seed groups and CUDA graphs need it); the same numbers to float
     # rounding, a little more work on CPU (finished samples still compute); dense graphs only
     static_step: bool = False
+    # fine-tuning: the checkpoint (a run directory -> its best/, a checkpoint or `export --hub` folder) whose
+    # weights start the run instead of a fresh initialisation, loaded strictly; null: a fresh start
+    init: str | None = None
 
     def problems(self) -> list[str]:
         out = [f"train.{k} must be positive, got {getattr(self, k)}"
@@ -124,9 +129,10 @@ class TrainConfig:
             out.append(f"train.precision must be {' or '.join(PRECISIONS)}, got {self.precision!r}")
         if self.device not in ("auto", "cpu", "cuda") and not re.fullmatch(r"cuda:\d+", self.device):
             out.append(f"train.device {self.device!r} must be auto, cpu, cuda or cuda:N")
+        if self.init is not None and not self.init.strip():
+            out.append("train.init must name a checkpoint directory, or be null (a fresh start)")
         out.extend(schedule_problems(self))
-        if self.log not in TRACKERS:
-            out.append(f"train.log must be one of {', '.join(TRACKERS.names())}, got {self.log!r}")
+        out.extend(log_problems(self.log))
         return out
 
 

@@ -4,9 +4,15 @@
     with monkeypatch.context() as m:
         stop_after(m, 4)
         assert run(cfg, ...).interrupted     # trained 4 updates, saved last/
+
+`sessions_with_a_lost_checkpoint` is the trackers' resume case: three sessions of one run, the second's
+progress lost as after a kill -9.
 """
 
 from __future__ import annotations
+
+import shutil
+from pathlib import Path
 
 from relreason.train import loop
 
@@ -32,3 +38,22 @@ def stop_after(monkeypatch, updates: int) -> None:
             pass
 
     monkeypatch.setattr(loop, "_StopRequests", StopAfter)
+
+
+def sessions_with_a_lost_checkpoint(monkeypatch, cfg, runs: Path, name: str, spare: Path, between=None) -> None:
+    """Session 1 stops after 2 updates (its checkpoint); session 2 resumes, stops after 6 more, and its
+    checkpoint is lost (last/ put back to session 1's, as after a kill -9); session 3 resumes from
+    session 1's checkpoint and finishes. `between()` runs after session 2; `spare`: an empty scratch folder."""
+    d = Path(runs) / name
+    with monkeypatch.context() as m:
+        stop_after(m, 2)
+        assert loop.run(cfg, out=runs, name=name, show_progress=False).interrupted
+    shutil.copytree(d / "last", Path(spare) / "last")
+    with monkeypatch.context() as m:
+        stop_after(m, 6)
+        loop.run(cfg, out=runs, name=name, resume=True, show_progress=False)
+    if between is not None:
+        between()
+    shutil.rmtree(d / "last")
+    shutil.copytree(Path(spare) / "last", d / "last")
+    loop.run(cfg, out=runs, name=name, resume=True, show_progress=False)

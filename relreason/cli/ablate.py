@@ -38,6 +38,17 @@ SeedBatchOpt = Annotated[str, typer.Option("--seed-batch", help="Train the cells
 SeedStrategyOpt = Annotated[str, typer.Option("--seed-strategy", help="How a seed group shares its step: auto (vmap "
                                               "where it applies on a GPU, else loop), vmap, loop (each seed's own "
                                               "step, bit for bit its single run).")]
+LauncherOpt = Annotated[str, typer.Option("--launcher", help="Where the cells train: local (here), slurm (one job "
+                                          "array through submitit, a seed group per job) or local-submitit (the "
+                                          "same jobs as processes here).")]
+SlurmOpt = Annotated[Optional[str], typer.Option("--slurm", help="KEY=VALUE,... of each job: partition, time "
+                                                 "(minutes or [D-]HH:MM:SS; required for slurm), gpus_per_node, "
+                                                 "cpus_per_task, mem_gb, account, qos, constraint, array_parallelism.",
+                                                 show_default="the cluster's")]
+WaitOpt = Annotated[bool, typer.Option("--wait", help="With a submitit launcher: wait for the jobs to end, then "
+                                       "print the tables (fails naming a failed job).")]
+StatusOpt = Annotated[bool, typer.Option("--status", help="Train nothing: each cell's status (done, running with "
+                                         "its job, partial, missing, stale).")]
 
 
 @report_errors
@@ -57,6 +68,10 @@ def ablate_cmd(
     partial: Annotated[bool, typer.Option("--partial", help="While cells are missing, still write the tables "
                                           "(as results.partial.*).")] = False,
     margin: MarginOpt = None,
+    launcher: LauncherOpt = "local",
+    slurm: SlurmOpt = None,
+    wait: WaitOpt = False,
+    status: StatusOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a named ablation: every variant x task x seed, resumable; prints per task ours (mean ±
@@ -69,14 +84,18 @@ def ablate_cmd(
       relreason ablate single-layer --tasks core8 --seeds 3\n
       relreason ablate dat-symbols --tasks sorting --recipe quick --json\n
       relreason ablate single-layer --tasks core8 --seeds 3 --jobs 2 --seed-batch 3\n
-      relreason ablate single-layer --tasks core8 --seeds 3 --shard $SLURM_ARRAY_TASK_ID/8
+      relreason ablate single-layer --tasks core8 --seeds 3 --launcher slurm --slurm partition=gpu,time=600
     """
     from relreason.studies.report import missing_note
-    from relreason.studies.sweep import run_ablation
+    from relreason.studies.sweep import run_ablation, sweep_status
 
+    if status:
+        print_status(sweep_status("ablation", name, tasks, seeds, recipe, out_dir, sets), as_json)
+        return
     sweep = run_ablation(name, tasks, seeds, recipe, out_dir, sets, partial=partial, rerun_stale=rerun_stale,
                          log=lambda m: err.print(escape(m), highlight=False), jobs=jobs, shard=shard, margin=margin,
-                         seed_batch=seed_batch, seed_strategy=seed_strategy)
+                         launcher=launcher, slurm=slurm, wait=wait, seed_batch=seed_batch,
+                         seed_strategy=seed_strategy)
     if sweep.result["missing"]:
         err.print(escape(missing_note(sweep.result)), highlight=False)
     if sweep.stem is None:
@@ -86,6 +105,27 @@ def ablate_cmd(
             out.print_json(json.dumps(sweep.result))
         return
     print_sweep(sweep, as_json)
+
+
+def print_status(rows: list[dict], as_json: bool) -> None:
+    """`--status`: a row per cell (status, job, progress), then the counts (stderr)."""
+    from collections import Counter
+
+    if as_json:
+        out.print_json(json.dumps({"cells": rows}))
+        return
+    from rich.table import Table
+
+    t = Table(title="cells")
+    for column in ("cell", "status", "job", "examples", "run"):
+        t.add_column(column)
+    for r in rows:
+        where = f"{r['job'] or '-'}" + (f" on {r['host']}" if r["host"] else "")
+        done = f"{r['examples']:,} / {r['of']:,}" if r["examples"] is not None else "-"
+        t.add_row(r["cell"], r["status"], where, done, r["run"])
+    out.print(t, highlight=False, markup=False)
+    counts = Counter(r["status"] for r in rows)
+    err.print(", ".join(f"{n} {s}" for s, n in counts.items()) + f" ({len(rows)} cells)", highlight=False)
 
 
 def print_sweep(sweep: Sweep, as_json: bool) -> None:

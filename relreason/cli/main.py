@@ -39,6 +39,7 @@ app.command("export-data")(interop.export_data_cmd)
 app.command("ablate")(ablate.ablate_cmd)
 app.command("reproduce")(reproduce.reproduce_cmd)
 app.command("results")(reproduce.results_cmd)
+app.command("report")(reproduce.report_cmd)
 app.command("runs")(runs.runs_cmd)
 app.command("compare")(runs.compare_cmd)
 app.command("plot")(runs.plot_cmd)
@@ -216,6 +217,17 @@ def list_cmd(what: Annotated[str, typer.Argument(help="What to list: " + ", ".jo
     out.print(table, highlight=False, markup=False)
 
 
+def one_line_summaries(typer_app: typer.Typer) -> None:
+    """`relreason --help` lists each command by its docstring's first paragraph as one line of prose (rich wraps
+    it to the terminal), not with the docstring's own line breaks, which cut its sentences mid-way."""
+    import inspect
+
+    for info in typer_app.registered_commands:
+        doc = info.callback.__doc__ if info.callback is not None else None
+        if info.short_help is None and doc:
+            info.short_help = " ".join(inspect.cleandoc(doc).split("\n\n")[0].split())
+
+
 def main(argv: list[str] | None = None) -> None:
     """The console script: runs the app; usage errors become `Error:` / `Hint:` and exit code 2."""
     try:
@@ -232,6 +244,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_ERROR)
     sys.exit(code if isinstance(code, int) else 0)
 
+
+one_line_summaries(app)  # after every command is registered
 
 if __name__ == "__main__":
     main()

@@ -1,5 +1,6 @@
 """`relreason reproduce TABLE` (a paper's table at its protocol, ours beside the published figures) and
-`relreason results` (result files under results/ and RESULTS.md, generated from finished cells)."""
+`relreason results` (result files under results/ and RESULTS.md, generated from finished cells) and
+`relreason report` (the same results as one self-contained HTML page)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from relreason.cli.ablate import JobsOpt, RerunStaleOpt, SeedBatchOpt, SeedStrategyOpt, ShardOpt, print_sweep
+from relreason.cli.ablate import (JobsOpt, LauncherOpt, RerunStaleOpt, SeedBatchOpt, SeedStrategyOpt, ShardOpt,
+                                  SlurmOpt, StatusOpt, WaitOpt, print_status, print_sweep)
 from relreason.cli.common import JsonOpt, MarginOpt, err, out, report_errors
 from relreason.cli.train import RecipeOpt, SetOpt
 from relreason.errors import RelreasonError
@@ -48,6 +50,10 @@ def reproduce_cmd(
     results_dir: Annotated[Path, typer.Option("--results", help="The committed result files --verify reads and "
                                               "writes (results/verify).")] = Path("results"),
     margin: MarginOpt = None,
+    launcher: LauncherOpt = "local",
+    slurm: SlurmOpt = None,
+    wait: WaitOpt = False,
+    status: StatusOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Reproduce a published table: run its cells at the paper's protocol (resumable) and print ours
@@ -61,9 +67,10 @@ def reproduce_cmd(
       relreason reproduce rt-table19 --models rt --tasks bellman_ford --seeds 1 --recipe quick\n
       relreason reproduce clrs30 --models mpnn --tasks bellman_ford --seeds 3 --jobs 2\n
       relreason reproduce rt-table19 --tasks core8 --seeds 3 --seed-batch 3\n
-      relreason reproduce ibarz2022 --tasks core8 --seeds 3 --shard $SLURM_ARRAY_TASK_ID/8
+      relreason reproduce ibarz2022 --tasks core8 --seeds 3 --launcher slurm --slurm partition=gpu,time=600\n
+      relreason reproduce ibarz2022 --tasks core8 --seeds 3 --status
     """
-    from relreason.studies.sweep import run_table, table_costs
+    from relreason.studies.sweep import run_table, sweep_status, table_costs
 
     if list_tables:
         if table is None and (tasks is not None or seeds is not None):
@@ -75,12 +82,16 @@ def reproduce_cmd(
     seeds = 3 if seeds is None else seeds
     if table is None:
         raise RelreasonError("which table?", "give a table name (relreason reproduce --list shows them)")
+    if status:
+        print_status(sweep_status("table", table, tasks, seeds, recipe, out_dir, sets, models), as_json)
+        return
     if verify:
         _verify(table, tasks, seeds, models, results_dir, verify_validations, out_dir, as_json)
         return
     sweep = run_table(table, tasks, seeds, recipe, out_dir, sets, models=models, train=not no_train,
                       rerun_stale=rerun_stale, log=lambda m: err.print(escape(m), highlight=False), jobs=jobs,
-                      shard=shard, margin=margin, seed_batch=seed_batch, seed_strategy=seed_strategy)
+                      shard=shard, margin=margin, launcher=launcher, slurm=slurm, wait=wait, seed_batch=seed_batch,
+                      seed_strategy=seed_strategy)
     print_sweep(sweep, as_json)
 
 
@@ -162,3 +173,32 @@ def results_cmd(
         err.print(f"{len(copied)} result file(s) written under {results}", highlight=False)
     n = write_report(results, markdown, margin)
     err.print(f"{markdown}: {n} table(s) with results", highlight=False)
+
+
+@report_errors
+def report_cmd(
+    items: Annotated[Optional[list[str]], typer.Argument(
+        help="Published tables (`relreason reproduce --list`) and/or finished run directories.",
+        show_default="every table with results, as RESULTS.md")] = None,
+    out_file: Annotated[Path, typer.Option("--out", help="The HTML page written.")] = Path("report.html"),
+    results: Annotated[Path, typer.Option("--results", help="Where the result files are kept (committed).")] =
+    Path("results"),
+    margin: MarginOpt = None,
+) -> None:
+    """Write the results as one self-contained HTML page: each table beside the published one with its
+    verdicts (the rows of RESULTS.md), learning curves, size sweeps where saved, the model-selection
+    tables, and per cell the command, hardware and wall time; or the same for run directories.
+
+    Examples:\n
+      relreason report --out report.html\n
+      relreason report clrs30 ibarz2022 --out tables.html\n
+      relreason report runs/mpnn-bfs-s42-20261121-101500 --out run.html
+    """
+    from relreason.eval.stats import check_margin
+    from relreason.studies.html_report import write_page
+
+    if margin is not None:
+        check_margin(margin)
+    counts = write_page(list(items or []), out_file, results, margin)
+    err.print(f"{out_file}: {counts['sections']} section(s), {counts['tables']} table(s), {counts['figures']} "
+              "figure(s)", highlight=False, markup=False)

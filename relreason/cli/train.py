@@ -30,9 +30,15 @@ def command_line() -> str:
     return "relreason " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
-def overrides_of(sets: list[str] | None, seed: int | None, device: str | None, graph: str | None = None) -> list[str]:
+def overrides_of(sets: list[str] | None, seed: int | None, device: str | None, graph: str | None = None,
+                 init: Path | None = None) -> list[str]:
     """`--set` items plus the shortcut options, as --set items (one path for every override)."""
     items = list(sets or [])
+    if init is not None:  # the absolute path: the run's record names the weights it started from wherever it is read
+        from relreason.train.checkpoint import init_source
+
+        init_source(init)
+        items.append(f"train.init={json.dumps(str(Path(init).resolve()))}")
     if seed is not None:
         items.append(f"train.seed={seed}")
     if device is not None:
@@ -43,10 +49,10 @@ def overrides_of(sets: list[str] | None, seed: int | None, device: str | None, g
 
 
 def resolve(model: str, task: str, recipe: str | None, sets: list[str] | None, seed: int | None,
-            device: str | None, graph: str | None = None):
+            device: str | None, graph: str | None = None, init: Path | None = None):
     from relreason.config import build_config
 
-    return build_config(model, task, recipe, overrides_of(sets, seed, device, graph))
+    return build_config(model, task, recipe, overrides_of(sets, seed, device, graph, init))
 
 
 def quiet_on_workers(fn):
@@ -91,9 +97,13 @@ def train_cmd(
     as_json: JsonOpt = False,
     seeds: Annotated[Optional[str], typer.Option(
         "--seeds", help="Train these seeds (comma list) as one seed group in one process, each exactly its own "
-                        "run NAME-sSEED (relreason.train.seed_group).", show_default=False)] = None,
+                        "run NAME-sSEED (relreason.train.seed_group).", show_default="one run, train.seed")] = None,
     seed_strategy: Annotated[str, typer.Option(
         "--seed-strategy", help="How a seed group shares its step: auto (vmap where it applies), vmap, loop.")] = "auto",
+    init: Annotated[Optional[Path], typer.Option(
+        "--init", help="Fine-tune: start from these weights (a run directory's best/, a checkpoint, or an `export "
+                       "--hub` folder) of the same model and task shapes, loaded strictly (train.init).",
+        show_default="a fresh initialisation", readable=False)] = None,
 ) -> None:
     """Train a model on a task; keep the best-on-validation weights; test them out of distribution.
 
@@ -106,6 +116,7 @@ def train_cmd(
       relreason train triplet_gmpnn core8 --recipe quick --seed 1\n
       relreason train mpnn bfs --recipe quick --graph ws:k=4,p=0.1\n
       relreason train rt bellman_ford --recipe quick --seeds 0,1,2,3 --name rt-bf\n
+      relreason train mpnn bellman_ford --recipe quick --init hub/mpnn-bellman_ford\n
       torchrun --nproc-per-node 2 -m relreason train mpnn bellman_ford --recipe quick
     """
     from relreason.config import config_yaml
@@ -116,7 +127,7 @@ def train_cmd(
         check_run_name(name)
     if seeds is not None:
         return _train_group(model, task, recipe, sets, seed, name, out_dir, resume, device, graph, print_config,
-                            as_json, seeds, seed_strategy)
+                            as_json, seeds, seed_strategy, init)
     if resume:
         if name is None:
             raise RelreasonError("--resume needs the run's --name", "e.g. relreason train mpnn bfs --name myrun --resume")
@@ -127,11 +138,11 @@ def train_cmd(
                                  f"--resume")
         # the run's own command with --resume added is accepted: --recipe, --set and --seed may restate
         # the run's configuration; a value that differs is refused, naming the keys
-        cfg = resume_config(out_dir / name, overrides_of(sets, seed, device, graph), recipe)
+        cfg = resume_config(out_dir / name, overrides_of(sets, seed, device, graph, init), recipe)
     else:
         if graph is not None:
             _graph_task(task)
-        cfg = resolve(model, task, recipe, sets, seed, device, graph)
+        cfg = resolve(model, task, recipe, sets, seed, device, graph, init)
     if print_config:
         out.print(config_yaml(cfg, sources=True), highlight=False, markup=False, end="")
         return
@@ -171,7 +182,7 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def _train_group(model, task, recipe, sets, seed, name, out_dir, resume, device, graph, print_config, as_json,
-                 seeds_text, strategy) -> None:
+                 seeds_text, strategy, init=None) -> None:
     """`train --seeds`: one seed group (relreason.train.seed_group.run_group), a run directory per seed."""
     from relreason.config import config_yaml
     from relreason.train.loop import default_run_name, resume_config
@@ -186,11 +197,12 @@ def _train_group(model, task, recipe, sets, seed, name, out_dir, resume, device,
     if resume and name is None:
         raise RelreasonError("--resume needs the group's --name", "e.g. relreason train mpnn bfs --seeds 0,1 --name g --resume")
     if resume:
-        cfg = resume_config(out_dir / group_names(name, seeds[:1])[0], overrides_of(sets, None, device, graph), recipe)
+        cfg = resume_config(out_dir / group_names(name, seeds[:1])[0], overrides_of(sets, None, device, graph, init),
+                            recipe)
     else:
         if graph is not None:
             _graph_task(task)
-        cfg = resolve(model, task, recipe, sets, None, device, graph)
+        cfg = resolve(model, task, recipe, sets, None, device, graph, init)
     if print_config:
         out.print(config_yaml(cfg, sources=True), highlight=False, markup=False, end="")
         return
@@ -430,17 +442,26 @@ def export_cmd(
                                                     show_default=False)] = None,
     results: Annotated[Optional[str], typer.Option("--results", help="Print result tables: md, csv, json or latex.",
                                                    show_default="none: write the bundle")] = None,
+    hub: Annotated[Optional[Path], typer.Option(
+        "--hub", help="Write this folder in the Hugging Face model repository layout (model.safetensors, "
+                      "config.json, README.md with the Hub's metadata) instead of the bundle.",
+        show_default="none: the bundle")] = None,
 ) -> None:
-    """Export a run as a portable bundle (weights, config, model card) or its results as a table.
+    """Export a run as a portable bundle (weights, config, model card), as a Hugging Face model repository
+    folder, or its results as a table. `relreason eval DIR` and `relreason train --init DIR` read both folders.
 
     Examples:\n
       relreason export runs/mpnn-bellman_ford-s42-20261121-101500\n
+      relreason export runs/myrun --hub hub/mpnn-bellman_ford\n
       relreason export runs/myrun --results latex
     """
     from relreason.train.export import export_bundle, results_table
 
+    if hub is not None and (out_dir is not None or results is not None):
+        raise RelreasonError(f"--hub does not go with {'--out' if out_dir is not None else '--results'}",
+                             "--hub DIR names the folder written; drop the other option")
     if results is not None:
         out.print(results_table(run_dir, results), highlight=False, markup=False, end="")
         return
-    path = export_bundle(run_dir, out_dir)
+    path = export_bundle(run_dir, hub, hub=True) if hub is not None else export_bundle(run_dir, out_dir)
     out.print(str(path))

@@ -14,7 +14,7 @@ def render(rows: list[dict], columns: list[str], fmt: str, title: str = "") -> s
     """Renders rows (dicts) in `fmt`: md, csv, json or latex."""
     if fmt == "json":
         return json.dumps(rows, indent=2)
-    cells = [[_cell(r.get(c)) for c in columns] for r in rows]
+    cells = [[cell_text(r.get(c)) for c in columns] for r in rows]
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf)
@@ -42,11 +42,12 @@ def rich_table(rows: list[dict], columns: list[str], title: str = "") -> Table:
     for i, c in enumerate(columns):
         t.add_column(escape(c), justify="left" if i == 0 else "right", overflow="fold")
     for r in rows:
-        t.add_row(*[escape(_cell(r.get(c))) for c in columns])
+        t.add_row(*[escape(cell_text(r.get(c))) for c in columns])
     return t
 
 
-def _cell(v) -> str:
+def cell_text(v) -> str:
+    """A table cell as text: None -> "-", a float to 4 decimals, anything else as str()."""
     if v is None:
         return "-"
     if isinstance(v, float):

@@ -47,6 +47,7 @@ from relreason.models.kernels import no_host_reads
 from relreason.models.losses import element_mask, feature_loss_sum
 from relreason.models.noise import Noise, Site, as_noise, stream, subset
 from relreason.models.processors import PROCESSORS, Processor, State
+from relreason.models.processors.base import checked_step
 
 
 @dataclass
@@ -106,6 +107,7 @@ class Net(nn.Module):
             self.__dict__["processor"] = processor  # a plain attribute: not registered, not in state_dict()
         else:
             self.processor = processor
+        self._contract_checked = False  # the first processor step is checked against the contract (_process)
         reads = processor.decoder_inputs
         # a processor that reads no edge features gets none encoded (its decoders read none either)
         self.encoders = Encoders(self.spec, cfg.hidden, cfg.hint_mode.encode, cfg.encoder_init,
@@ -128,6 +130,16 @@ class Net(nn.Module):
         return self.processor.eval_workspace() + (EDGE_POINTER_CHUNK * 4 if slab else 0)  # float32
 
     # -- forward -------------------------------------------------------------------------------
+
+    def _process(self, *args) -> State:
+        """One processor step; a net's first is checked against the processor contract (checked_step), so a
+        plugin's processor that returns a wrong shape or an edge state it did not declare fails at once,
+        named, instead of training on a dropped state."""
+        if self._contract_checked:
+            return self.processor(*args)
+        got = checked_step(self.processor, *args)
+        self._contract_checked = True
+        return got
 
     def forward(self, batch: Batch, *, train: bool, generator: torch.Generator | Noise | None = None,
                 return_state: bool = False, hard_hints: bool = False, static: bool = False) -> NetOutput:
@@ -193,7 +205,7 @@ class Net(nn.Module):
             edge_in = edge_in_form(feats.edge)
             new = State(now.node, now.edge if proc.carry_edge else pick(edge0), now.graph)
             for _ in range(cfg.processor_steps):
-                new = proc(feats.node, edge_in, feats.graph, new, feats.adj, sub.node_mask)
+                new = self._process(feats.node, edge_in, feats.graph, new, feats.adj, sub.node_mask)
                 if new.graph is None:
                     new = replace(new, graph=now.graph)
             if train and cfg.dropout > 0:
@@ -274,7 +286,7 @@ class Net(nn.Module):
             edge_in = edge_in_form(feats.edge)
             new = State(state.node, state.edge if proc.carry_edge else edge0, state.graph)
             for _ in range(cfg.processor_steps):
-                new = proc(feats.node, edge_in, feats.graph, new, feats.adj, batch.node_mask)
+                new = self._process(feats.node, edge_in, feats.graph, new, feats.adj, batch.node_mask)
                 if new.graph is None:
                     new = replace(new, graph=state.graph)
             if train and cfg.dropout > 0:

@@ -33,6 +33,7 @@ class Cell:
     directory: Path  # the cell; the run itself is directory / "run"
     config: Config
     why_not: str = ""  # non-empty: the cell is not the paper's protocol, and why
+    study: str = ""  # the study that planned it (trackers group a study's cells by it)
 
     @property
     def run_dir(self) -> Path:
@@ -129,7 +130,8 @@ def plan_cells(study: Study, tasks: list[str], seeds: int, recipe: str | None = 
                                f"differ{'s' * (len(keys) == 1)} from the protocol ({protocol.recipe})")
                 if task in study.not_comparable:
                     why.append(study.not_comparable[task])
-                cells.append(Cell(v, task, seed, cell_dir(out, study, v, task, seed, cfg.recipe), cfg, "; ".join(why)))
+                cells.append(Cell(v, task, seed, cell_dir(out, study, v, task, seed, cfg.recipe), cfg, "; ".join(why),
+                                  study.name))
     return cells
 
 

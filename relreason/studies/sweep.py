@@ -19,9 +19,11 @@ from typing import Callable
 from relreason.config import to_plain
 from relreason.errors import RelreasonError
 from relreason.eval.stats import STD_KIND, check_margin
+from relreason.runtime import cli_command
 from relreason.studies.ablations import ABLATIONS
 from relreason.studies.cells import (cell_state, collect, delta_slug, is_held, parse_shard, plan_cells, seed_groups,
                                      shard_cells)
+from relreason.studies.launch import Launch, cell_status, launch_for
 from relreason.studies.report import write_tables
 from relreason.studies.tables import TABLES
 from relreason.studies.training import run_cells
@@ -32,8 +34,8 @@ from relreason.tasks import TASKS, expand_tasks
 def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = None, out: Path = Path("ablations"),
               sets: list[str] | None = None, show_progress: bool = True, log: Callable[[str], None] = print,
               rerun_stale: bool = False, jobs: int = 1, shard: tuple[int, int] | None = None,
-              models: list[str] | None = None, train: bool = True, seed_batch: int | None = None,
-              seed_strategy: str = "auto") -> dict:
+              models: list[str] | None = None, train: bool = True, launch: Launch | None = None,
+              seed_batch: int | None = None, seed_strategy: str = "auto") -> dict:
     """Trains the cells that have no results yet (unless `train` is False) and reads back every
     finished one; returns the study's result: {"study", "description", "variants", "tasks", "seeds",
     "cells" (records of the finished ones), "missing", "planned", "figures", "paper_line", ...}.
@@ -41,17 +43,19 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
     `jobs`: cells train in that many worker processes (torch threads divided between them unless
     train.threads is set). `shard` (i, k): this call trains only the seed groups j with j % k == i - 1 (i
     is 1-based; with `seed_batch` 1 the groups are the cells), so k machines (a SLURM array) can share one
-    sweep directory. Either way a cell is claimed
-    with its run lock; a cell whose lock another process holds is being trained there and is skipped.
+    sweep directory. Either way a cell is claimed with its run lock; a cell whose lock another process holds
+    is being trained there and is skipped. `launch` (relreason.studies.launch): the groups to train are
+    submitted as a job array instead (one element per group), their jobs listed under "jobs" in the result.
 
     `seed_batch` (None: `default_seed_batch`): the cells of one (column, task) train as seed groups of up to
     that many seeds (relreason.studies.cells.seed_groups, relreason.train.seed_group, `seed_strategy`), each
-    cell's run directory as if trained alone; the units of `jobs` and `shard` are then those groups."""
+    cell's run directory as if trained alone; the units of `jobs`, `shard` and `launch` are then those groups."""
     if jobs < 1:
         raise RelreasonError(f"--jobs {jobs} must be at least 1", "e.g. --jobs 2")
     cells = plan_cells(study, tasks, seeds, recipe, out, sets, models)
     strategy = check_seed_strategy(seed_strategy)
     groups = seed_groups(cells, default_seed_batch(cells, seeds) if seed_batch is None else seed_batch)
+    submitted: list[dict] = []
     if train:
         mine_groups = shard_cells(groups, shard)
         mine = [c for g in mine_groups for c in g]
@@ -65,8 +69,11 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
         for c in stale:
             c.run_dir.rename(c.directory / f"run.stale-{time.strftime('%Y%m%d-%H%M%S')}-{c.seed}")
             states[c.directory] = "new"
-        todo = [[c for c in g if states[c.directory] not in ("done", "stale")] for g in mine_groups]
-        run_cells(study.name, [g for g in todo if g], len(mine), jobs, show_progress, log, strategy)
+        todo = [g for g in ([c for c in g if states[c.directory] not in ("done", "stale")] for g in mine_groups) if g]
+        if launch is None:
+            run_cells(study.name, todo, len(mine), jobs, show_progress, log, strategy)
+        else:
+            submitted = launch.submit(study.name, todo, log, strategy)
     records, missing = collect(cells)
     whole = set(tasks) == set(expand_tasks(study.tasks))
     first = cells[0].config
@@ -82,7 +89,8 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
             "paper": [{"variant": v, "value": p.mean, "source": study.source} for v, p in study.averages.items()
                       if v in variants and whole],
             "paper_line": study.paper_line(), "paper_scope": study.paper_scope, "source": study.source,
-            "note": study.note, "std": STD_KIND, "lower_is_better": _lower_is_better(tasks), "margin": study.margin}
+            "note": study.note, "std": STD_KIND, "lower_is_better": _lower_is_better(tasks), "margin": study.margin,
+            **({"jobs": submitted} if launch is not None else {})}
 
 
 SEED_BATCH_MAX = 4  # the group size of the default on an accelerator (and of the ratios in costs.json)
@@ -148,19 +156,22 @@ def _not_under_torchrun(command: str) -> None:
 def run_ablation(name: str, tasks: str | None, seeds: int, recipe: str | None = None, out: Path = Path("ablations"),
                  sets: list[str] | None = None, *, partial: bool = False, show_progress: bool = True,
                  log: Callable[[str], None] = print, rerun_stale: bool = False, jobs: int = 1,
-                 shard: str | None = None, margin: float | None = None, seed_batch: str | int | None = None,
+                 shard: str | None = None, margin: float | None = None, launcher: str = "local",
+                 slurm: str | None = None, wait: bool = False, seed_batch: str | int | None = None,
                  seed_strategy: str = "auto") -> Sweep:
     """`relreason ablate`: the ablation `name` on `tasks` (a comma list or group; None: the ablation's
     own) swept by `run_study` (`shard`: "I/K"), its tables written under OUT/<name> once every cell has
     results (while some are missing, only with `partial`, as results.partial.*). `margin`: the
-    equivalence margin of the verdicts instead of the ablation's own. `seed_batch` ("auto", None or K) and
-    `seed_strategy`: the seed groups of `run_study`."""
+    equivalence margin of the verdicts instead of the ablation's own. `launcher` other than local: the
+    cells are submitted (`slurm`: "key=value,..."; `wait`: until their jobs end), job files in OUT/jobs/<name>.
+    `seed_batch` ("auto", None or K) and `seed_strategy`: the seed groups of `run_study`."""
     study = ABLATIONS.get(name)
     margin = check_margin(margin) if margin is not None else None
     _not_under_torchrun("ablate")
+    launch = launch_for(launcher, slurm, wait, Path(out) / "jobs" / name, jobs, shard, cli_command())
     result = run_study(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, recipe, out, sets,
                        show_progress=show_progress, log=log, rerun_stale=rerun_stale, jobs=jobs,
-                       shard=parse_shard(shard) if shard is not None else None,
+                       shard=parse_shard(shard) if shard is not None else None, launch=launch,
                        seed_batch=parse_seed_batch(seed_batch), seed_strategy=seed_strategy)
     if margin is not None:
         result["margin"] = margin
@@ -172,27 +183,45 @@ def run_ablation(name: str, tasks: str | None, seeds: int, recipe: str | None = 
 def run_table(table: str, tasks: str | None, seeds: int, recipe: str | None = None, out: Path = Path("reproduce"),
               sets: list[str] | None = None, *, models: str | None = None, train: bool = True,
               log: Callable[[str], None] = print, rerun_stale: bool = False, jobs: int = 1,
-              shard: str | None = None, margin: float | None = None, seed_batch: str | int | None = None,
+              shard: str | None = None, margin: float | None = None, launcher: str = "local",
+              slurm: str | None = None, wait: bool = False, seed_batch: str | int | None = None,
               seed_strategy: str = "auto") -> Sweep:
     """`relreason reproduce`: the published table `table` on `tasks` (None: the table's own) and the
     columns of `models` (a comma list; None: every column) swept by `run_study` (with `train` False,
     only read back), its tables written under OUT/tables/<table>, partial ones while cells are missing.
-    `margin`: the equivalence margin of the verdicts instead of the table's own. `seed_batch` ("auto", None
-    or K) and `seed_strategy`: the seed groups of `run_study`."""
+    `margin`: the equivalence margin of the verdicts instead of the table's own. `launcher` other than
+    local: the cells are submitted (`slurm`: "key=value,..."; `wait`: until their jobs end), job files in
+    OUT/jobs/<table>. `seed_batch` ("auto", None or K) and `seed_strategy`: the seed groups of `run_study`."""
     study = TABLES.get(table)
     margin = check_margin(margin) if margin is not None else None
     _not_under_torchrun("reproduce")
-    model_list = [m.strip() for m in models.split(",") if m.strip()] if models is not None else None
-    if model_list is not None and not model_list:
-        raise RelreasonError(f"--models {models!r} names no model", "e.g. --models rt,mpnn")
+    model_list = _model_list(models)
+    launch = launch_for(launcher, slurm, wait, Path(out) / "jobs" / table, jobs, shard, cli_command())
     result = run_study(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, recipe, out, sets,
                        log=log, rerun_stale=rerun_stale, jobs=jobs,
                        shard=parse_shard(shard) if shard is not None else None, models=model_list, train=train,
-                       seed_batch=parse_seed_batch(seed_batch), seed_strategy=seed_strategy)
+                       launch=launch, seed_batch=parse_seed_batch(seed_batch), seed_strategy=seed_strategy)
     if margin is not None:
         result["margin"] = margin
     base = Path(out) / "tables" / table
     return Sweep(study, result, base, write_tables(result, base))
+
+
+def _model_list(models: str | None) -> list[str] | None:
+    model_list = [m.strip() for m in models.split(",") if m.strip()] if models is not None else None
+    if model_list is not None and not model_list:
+        raise RelreasonError(f"--models {models!r} names no model", "e.g. --models rt,mpnn")
+    return model_list
+
+
+def sweep_status(kind: str, name: str, tasks: str | None, seeds: int, recipe: str | None = None,
+                 out: Path = Path("reproduce"), sets: list[str] | None = None, models: str | None = None) -> list[dict]:
+    """`reproduce TABLE --status` (`kind` "table") and `ablate NAME --status` (`kind` "ablation"): each planned
+    cell's status (relreason.studies.launch.cell_status: done, running with its job, partial, missing, stale)."""
+    study = TABLES.get(name) if kind == "table" else ABLATIONS.get(name)
+    cells = plan_cells(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, recipe, out, sets,
+                       _model_list(models))
+    return [cell_status(c) for c in cells]
 
 
 def costs_file() -> Path:

@@ -21,18 +21,21 @@ from relreason.runtime import cli_command
 from relreason.studies.cells import Cell, cell_label, cell_state, is_held
 
 
-def train_cell(cell: Cell, show_progress: bool = False, log: Callable[[str], None] = print) -> str:
+def train_cell(cell: Cell, show_progress: bool = False, log: Callable[[str], None] = print,
+               command: str | None = None) -> str:
     """Claims a cell with its run lock and trains it (resuming a checkpoint under the same config).
-    Returns "trained", "interrupted", "held" (another process trains it: left alone), "done" (another
-    process finished it meanwhile) or "stale" (its directory holds another configuration's run)."""
-    return train_group([cell], "auto", show_progress, log)[0]
+    `command`: the command line its run records (a job of relreason.studies.launch: the one that
+    submitted it); by default this process's. Returns "trained", "interrupted", "held" (another process
+    trains it: left alone), "done" (another process finished it meanwhile) or "stale" (its directory holds
+    another configuration's run)."""
+    return train_group([cell], "auto", show_progress, log, command)[0]
 
 
 def train_group(cells: list[Cell], strategy: str = "auto", show_progress: bool = False,
-                log: Callable[[str], None] = print) -> list[str]:
+                log: Callable[[str], None] = print, command: str | None = None) -> list[str]:
     """Claims each cell of a seed group with its run lock, as a single run would, and trains the claimed
     cells that have no results yet as one seed group (one cell: its single run); returns each cell's
-    status as `train_cell` does."""
+    status as `train_cell` does (`command` too)."""
     from relreason.runtime import RunLock
 
     status: dict[int, str] = {}
@@ -55,7 +58,7 @@ def train_group(cells: list[Cell], strategy: str = "auto", show_progress: bool =
             claimed.append((k, c, lock, state))
         if claimed:
             interrupted = _train_claimed([(c, lock, state) for _, c, lock, state in claimed], strategy,
-                                         show_progress, log)
+                                         show_progress, log, command or cli_command())
             for k, *_ in claimed:
                 status[k] = "interrupted" if interrupted else "trained"
     finally:
@@ -64,8 +67,10 @@ def train_group(cells: list[Cell], strategy: str = "auto", show_progress: bool =
     return [status[k] for k in range(len(cells))]
 
 
-def _train_claimed(claimed: list, strategy: str, show_progress: bool, log: Callable[[str], None]) -> bool:
+def _train_claimed(claimed: list, strategy: str, show_progress: bool, log: Callable[[str], None],
+                   command: str | None) -> bool:
     """Trains claimed (cell, lock, state) of one group; True when interrupted."""
+    from relreason.tracking import RunAbout
     from relreason.train import run
     from relreason.train.loop import resume_config
     from relreason.train.seed_group import train_members
@@ -77,12 +82,13 @@ def _train_claimed(claimed: list, strategy: str, show_progress: bool, log: Calla
             t = c.config.train
             cfg = resume_config(c.run_dir, [f"train.device={t.device}", f"train.threads={t.threads}"])
         configs.append(cfg)
+    abouts = [RunAbout(cell_label(c), group=c.study or None, job_type=c.variant.label) for c, _, _ in claimed]
     if len(claimed) == 1:
         c, lock, state = claimed[0]
         return run(configs[0], out=c.directory, name=CELL_RUN, resume=state == "partial", show_progress=show_progress,
-                   command=cli_command(), log=log, lock=lock).interrupted
+                   command=command, log=log, lock=lock, about=abouts[0]).interrupted
     results = train_members(configs, [c.run_dir for c, _, _ in claimed], [state == "partial" for *_, state in claimed],
-                            show_progress, cli_command(), log, strategy, [lock for _, lock, _ in claimed])
+                            show_progress, command, log, strategy, [lock for _, lock, _ in claimed], abouts)
     return any(r.interrupted for r in results)
 
 

@@ -222,6 +222,38 @@ def load_weights(path: Path, model: torch.nn.Module) -> None:
     model.load_state_dict(state, strict=True)
 
 
+def init_source(target: str | Path) -> Path:
+    """The checkpoint directory `train.init` names: a run directory's best/, else the directory itself (a
+    checkpoint, an `export` bundle or an `export --hub` folder). Raises RelreasonError when there is none."""
+    from relreason.rundir import RunDir
+
+    path = Path(target)
+    if not path.is_dir():
+        raise RelreasonError(f"--init {target}: {'no such directory' if not path.exists() else 'not a directory'}",
+                             "give a run directory (runs/NAME), a checkpoint or an exported folder")
+    best = RunDir(path).best
+    return best.path if best.config.is_file() else path
+
+
+def load_init(target: str | Path, cfg: Config, model: torch.nn.Module) -> Path:
+    """Loads the weights of the checkpoint `target` (init_source) strictly into `model`, a new run of `cfg`:
+    the source must be the same model on tasks of the same shape (its stored config names them; its
+    plugins must be installed), and every tensor must fit. Returns the checkpoint read.
+
+    Raises:
+        RelreasonError: one line naming --init and what does not fit (model, tasks, keys or shapes)."""
+    path = init_source(target)
+    try:
+        stored = load_config(path)
+        if stored.model_name != cfg.model_name:
+            raise RelreasonError(f"it holds a {stored.model_name} model, this run trains {cfg.model_name}",
+                                 f"fine-tune it as {stored.model_name}, or give a {cfg.model_name} checkpoint")
+        load_weights(path, model)
+    except RelreasonError as e:
+        raise RelreasonError(f"--init {target}: {e.message}", e.hint) from None
+    return path
+
+
 def check_finite(tensors: dict[str, torch.Tensor], file: Path) -> None:
     """Refuses weights (or optimizer moments) holding NaN or infinity: training never saves such a
     tensor (a non-finite loss stops it before the update), so the file is damaged."""

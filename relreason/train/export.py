@@ -1,4 +1,6 @@
-"""Exporting runs: a portable bundle (weights + config + model card) and result tables."""
+"""Exporting runs: a portable bundle (weights + config + model card), a folder in the Hugging Face model
+repository layout (`export RUN --hub DIR`: model.safetensors, config.json, a README.md model card with the
+Hub's YAML metadata), and result tables. `relreason eval DIR` and `relreason train --init DIR` read both."""
 
 from __future__ import annotations
 
@@ -11,6 +13,9 @@ from relreason.rundir import CHECKPOINT_CONFIG, WEIGHTS, RunDir, RunResults, che
 from relreason.rundir import read_results as read_results_file
 
 FORMATS = ("md", "csv", "json", "latex")
+HUB_CARD = "README.md"  # the Hub reads a model repository's card, and its YAML metadata, from README.md
+HUB_TAGS = ("neural-algorithmic-reasoning", "clrs")  # every relreason model; the model and its tasks are added
+LOADING_GUIDE = "relreason's README, \"Loading exported weights without the CLI\""
 
 
 def read_results(run_dir: Path) -> RunResults:
@@ -51,10 +56,11 @@ def _table(res: RunResults) -> tuple[list[dict], list[str]]:
     return score_rows(test, res.task, feature_measure), ["feature", "score", "measure"]
 
 
-def export_bundle(run_dir: Path, out_dir: Path | None = None) -> Path:
+def export_bundle(run_dir: Path, out_dir: Path | None = None, hub: bool = False) -> Path:
     """Copies best/ weights and config into a bundle with MODEL_CARD.md; `relreason eval BUNDLE` accepts it.
-    The checkpoint is checked first (its config valid, its weights readable and finite): a damaged one
-    is refused, never exported."""
+    `hub`: the Hugging Face model repository layout instead, the card as README.md with its YAML metadata
+    (`hub_card`). The checkpoint is checked first (its config valid, its weights readable and finite): a
+    damaged one is refused, never exported. The folder appears whole or not at all (written beside, renamed)."""
     from relreason.train.checkpoint import verify_checkpoint
 
     run_dir = Path(run_dir)
@@ -73,7 +79,10 @@ def export_bundle(run_dir: Path, out_dir: Path | None = None) -> Path:
     tmp.mkdir(parents=True)
     for name in (WEIGHTS, CHECKPOINT_CONFIG):  # contents only: new files take the exporting user's umask
         shutil.copyfile(best.path / name, tmp / name)
-    (tmp / "MODEL_CARD.md").write_text(model_card(res))
+    if hub:
+        (tmp / HUB_CARD).write_text(hub_card(res, run_dir.name))
+    else:
+        (tmp / "MODEL_CARD.md").write_text(model_card(res))
     if out_dir.exists():
         out_dir.rmdir()
     tmp.rename(out_dir)
@@ -102,3 +111,40 @@ def model_card(res: RunResults) -> str:
             f"Best validation score {res.best_val:.4f} (after {res.best_examples} examples).\n\n"
             f"## Out-of-distribution test ({label}): {METRIC_LABELS.get(metric, metric)}\n\n{table}\n"
             f"Evaluate again with `{again}`.\n")
+
+
+def hub_metadata(res: RunResults, name: str) -> dict:
+    """The YAML header of a Hub model card: library_name, tags (the field's, the model's, the tasks'),
+    datasets, metrics and the test score in the Hub's model-index format (percent for percent metrics)."""
+    from relreason.eval.metric_kinds import resolve_metric
+
+    metric = resolve_metric(_metric(res), res.lower_is_better, res.task)
+    tasks = res.tasks or [res.task]
+    value = res.test.score * 100 if metric.percent else res.test.score
+    label = res.test_label or f"test, n={res.test_size}"
+    return {"library_name": "relreason", "tags": list(dict.fromkeys([*HUB_TAGS, res.model, *tasks])),
+            "datasets": list(dict.fromkeys(["clrs30", *tasks])), "metrics": [metric.name],
+            "model-index": [{"name": name, "results": [{
+                "task": {"type": "algorithmic-reasoning", "name": res.task},
+                "dataset": {"type": "clrs30", "name": f"CLRS-30 {res.task}", "split": label},
+                "metrics": [{"type": metric.name, "name": f"{metric.label} ({label})", "value": round(value, 4),
+                             "verified": False}]}]}]}
+
+
+def hub_card(res: RunResults, name: str) -> str:
+    """A Hub model card: the YAML metadata (hub_metadata), then the bundle's model card with the protocol
+    line (recipe and its deviation from the paper), the plugins needed, and how to load the weights."""
+    import yaml
+
+    header = yaml.safe_dump(hub_metadata(res, name), sort_keys=False, allow_unicode=True)
+    protocol = (f"**Protocol:** recipe `{res.recipe}`" if res.recipe else "**Protocol:** configured in Python") + (
+        ", the paper's protocol as that recipe states it (no deviation recorded).\n" if not res.deviation else
+        " (its deviation below).\n")
+    body = model_card(res)
+    title, _, rest = body.partition("\n\n")
+    return (f"---\n{header}---\n\n{title}\n\n{protocol}\n{rest}\n"
+            "## Loading\n\n"
+            "`relreason eval THIS_DIRECTORY` evaluates it; `relreason train MODEL TASK --init THIS_DIRECTORY` fine-tunes "
+            "it. Without the CLI: `config.json` holds the resolved config (under `config`) from which relreason's "
+            "registry builds the model, and `model.safetensors` its weights (loaded strictly): see "
+            f"{LOADING_GUIDE}.\n")

@@ -28,8 +28,9 @@ Run directory `runs/<name>/` (its layout and the records of its files: relreason
 `last/` checkpoints, `config.json` (RunRecord: the resolved config), `metrics.jsonl` (a row per
 validation, resume and the final test), `results.json` (RunResults: the summary that `runs`, `compare`
 and `export` read) and `.lock` (held while a process trains); with
-`train.log=tensorboard` also TensorBoard event files (relreason.tracking: training loss and learning rate
-every step, the validation and test scores; metrics.jsonl stays the record).
+`train.log=tensorboard` also TensorBoard event files, with `wandb` a W&B run whose id is kept in `wandb.json`
+(relreason.tracking: training loss and learning rate every step, the validation and test scores; metrics.jsonl
+stays the record).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from relreason.rundir import (DivergedRow, ResumeRow, RunDir, RunRecord, RunResu
                               ValidationRow, check_no_links, read_run_record, row_json, scan_metrics)
 from relreason.runtime import RunLock, bars_enabled, code_record, hardware, keep_freed_memory, progress
 from relreason.schedules import learning_rate
-from relreason.tracking import TRACKERS, NullTracker, scalar_tags
+from relreason.tracking import NullTracker, RunAbout, check_trackers, open_trackers, scalar_tags
 from relreason.train import checkpoint as ckpt
 
 # Keys a resumed run may change: they do not alter what already ran (a longer budget continues it; under a
@@ -201,16 +202,18 @@ def has_progress(run_dir: Path) -> bool:
 
 
 def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: bool = False,
-        show_progress: bool = True, command: str | None = None, log=None, lock: RunLock | None = None) -> RunResult:
+        show_progress: bool = True, command: str | None = None, log=None, lock: RunLock | None = None,
+        about: RunAbout | None = None) -> RunResult:
     """Trains `cfg.model_name` on `cfg.task`; returns where the run is and how it scored.
 
     Under torchrun every process calls it (see the module docstring). `lock`: the run directory's lock,
-    already held by the caller (`ablate` claims a cell before training it); by default `run` takes it."""
+    already held by the caller (`ablate` claims a cell before training it); by default `run` takes it.
+    `about`: the run's name, group and job type as trackers show them (a cell's; by default the run's name)."""
     from relreason.train.distributed import Distributed
     from relreason.train.workloads import build_workload
 
     log = log or (lambda msg: print(msg, file=sys.stderr))
-    TRACKERS.get(cfg.train.log).check()  # a missing tracker package fails before anything is claimed
+    check_trackers(cfg.train.log)  # a missing tracker package fails before anything is claimed
     if name is not None:
         check_run_name(name)
     if resume and name is None:
@@ -230,6 +233,7 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
                     raise RelreasonError(f"{cfg.model_name} does not train on several processes yet",
                                          "run it in one process (without torchrun)")
                 session = _Session(cfg, run_dir, workload, command, log, show_progress, dd)
+                session.about = about
                 session.open(resume)
                 interrupted = session.train()
                 result = session.result(interrupted)
@@ -288,7 +292,8 @@ class _Session:
                       "last_loss": None}
         self.extra = {"task": cfg.task, "model": cfg.model_name, "command": command}
         self.deviation = run_deviation(cfg)
-        self.tracker = NullTracker()  # rank 0 opens train.log's tracker with the run directory
+        self.tracker = NullTracker()  # rank 0 opens train.log's trackers with the run directory
+        self.about: RunAbout | None = None  # the name, group and job type trackers show (run's `about`)
         self.resumed = False  # from a checkpoint: its validation (the step-0 one too) is in metrics.jsonl
 
     # -- phase 1: the run directory ------------------------------------------------------------
@@ -296,10 +301,15 @@ class _Session:
     def open(self, resume: bool) -> None:
         self.dd.on_main(lambda: self._open_directory(resume))
         if self.dd.main:
-            self.tracker = TRACKERS.get(self.cfg.train.log).open(self.run_dir,
-                                                                 self.state["examples"] if resume else None)
+            about = self.about or RunAbout(self.run_dir.name)
+            about = RunAbout(about.name, self.cfg.to_dict(), self.command, tuple(self.state.get("hardware", ())),
+                             about.group, about.job_type)
+            self.tracker = open_trackers(self.cfg.train.log, self.run_dir, self.state["examples"] if resume else None,
+                                         about)
         if resume and self.dd.world > 1:
             self._share(with_optimizer=True)
+        elif self.cfg.train.init is not None and self.dd.world > 1:  # rank 0 read the --init weights
+            self._share(with_optimizer=False)
 
     def _share(self, with_optimizer: bool) -> None:
         """Rank 0's weights (and optimizer and counters) on every rank, which need not see its files."""
@@ -342,6 +352,9 @@ class _Session:
                      + (f" (changed: {', '.join(sorted(changed))})" if changed else ""))
         else:
             self.metrics.unlink(missing_ok=True)  # leftovers of a run killed before its first checkpoint
+            if t.init is not None:  # fine-tuning: the source's weights replace the fresh ones (resume has its own)
+                source = ckpt.load_init(t.init, cfg, self.wl.model)
+                self.log(f"initialised from {source}")
         here = hardware(str(self.dd.device)) + (f", {self.dd.world} processes" if self.dd.world > 1 else "")
         if here not in self.state.setdefault("hardware", []):  # every machine a session of the run trained on
             self.state["hardware"].append(here)

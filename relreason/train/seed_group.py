@@ -150,21 +150,26 @@ def run_group(cfg: Config, seeds: list[int], out: Path = Path("runs"), names: li
 
 def train_members(members: list[Config], run_dirs: list[Path], resume: list[bool], show_progress: bool = True,
                   command: str | None = None, log=None, strategy: Strategy | str = Strategy.AUTO,
-                  locks: list[RunLock] | None = None) -> list:
+                  locks: list[RunLock] | None = None, abouts: list | None = None) -> list:
     """Trains one seed group whose members are given whole: `members[k]` (configs of one setting that differ
     in their seed) into `run_dirs[k]`, resuming its checkpoint where `resume[k]` (`reproduce` and `ablate`
     group their cells so: each cell's own config, directory and state). Returns each member's RunResult.
 
     `strategy` auto runs vmap on an accelerator where every member allows it, and the loop on CPU, where
     the vmapped step measured slower than the single runs (scripts/bench_seeds.py, recorded in
-    relreason/studies/costs.json)."""
+    relreason/studies/costs.json). `abouts`: each member's RunAbout for its trackers (a cell's label, study
+    and variant), as `relreason.train.run`'s `about`."""
     from relreason.protocol import setting_identity
     from relreason.train.distributed import Distributed
     from relreason.train.loop import _claim, _Session
     from relreason.train.workloads import build_workload
 
+    from relreason.tracking import check_trackers
+
     log = log or (lambda msg: print(msg, file=sys.stderr))
     strategy = Strategy(strategy)
+    for c in members:
+        check_trackers(c.train.log)  # a missing tracker package fails before anything is claimed
     if len({json.dumps(setting_identity(c.to_dict()), sort_keys=True) for c in members}) > 1:
         raise RelreasonError("a seed group's members must differ in their seed alone",
                              "group the runs of one configuration")
@@ -185,6 +190,7 @@ def train_members(members: list[Config], run_dirs: list[Path], resume: list[bool
                 wl = build_workload(c, dd.device)
                 workloads.append(wl)
                 sessions.append(_Session(c, Path(run_dir), wl, command, log, False, dd))
+                sessions[-1].about = None if abouts is None else abouts[k]
             dd.set_threads(members[0].train.threads)
             problems = sorted({p for c, wl in zip(members, workloads) for p in vmap_problems(c, wl, dd.world)})
             if strategy is Strategy.VMAP and problems:

@@ -169,3 +169,17 @@ def test_help_tells_the_truth():
         text = succeeds(relreason(*args))
         assert "Usage: relreason" in text and "<bool>" not in text and "-h" in text
     assert "[default: runs]" in succeeds(relreason("eval", "-h"))
+
+
+def test_the_command_list_reads_as_prose():
+    """`relreason --help` gave each command its docstring's first paragraph with the docstring's own line breaks,
+    so at 80 columns the summaries of ablate, reproduce and results broke mid-sentence (issue 31)."""
+    import inspect
+
+    import typer.main
+
+    from relreason.cli.main import app
+
+    for name, command in typer.main.get_command(app).commands.items():
+        first = inspect.cleandoc(command.callback.__doc__).split("\n\n")[0]
+        assert command.short_help == " ".join(first.split()), name

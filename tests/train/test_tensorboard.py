@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 import sys
 
 import numpy as np
@@ -19,7 +18,7 @@ from relreason.schedules import learning_rate
 from relreason.train import loop, run
 from relreason.train.loop import resume_config
 
-from stop_requests import stop_after
+from stop_requests import sessions_with_a_lost_checkpoint
 
 TINY = ["model.hidden=8", "train.batch_size=4", "train.train_examples=40", "train.eval_every_examples=16",
         "data.train_num=16", "data.train_size=5", "data.val_size=5", "data.test_size=5", "data.val_num=4",
@@ -98,17 +97,12 @@ def test_a_resumed_run_logs_every_step_once(logged, tmp_path, monkeypatch):
     event stream then equals the uninterrupted run's: session 2's steps after 8 were purged, not doubled."""
     data, runs = logged.parent / "data", tmp_path / "runs"
     d = runs / "tb"
-    with monkeypatch.context() as m:
-        stop_after(m, 2)
-        assert run(config(data, "train.log=tensorboard"), out=runs, name="tb", show_progress=False).interrupted
-    shutil.copytree(d / "last", tmp_path / "last-at-8")
-    with monkeypatch.context() as m:
-        stop_after(m, 6)
-        run(config(data, "train.log=tensorboard"), out=runs, name="tb", resume=True, show_progress=False)
-    assert dict(scalars(d)["train/loss"]).keys() >= {12, 16, 32}
-    shutil.rmtree(d / "last")
-    shutil.copytree(tmp_path / "last-at-8", d / "last")
-    run(config(data, "train.log=tensorboard"), out=runs, name="tb", resume=True, show_progress=False)
+
+    def session_2_logged_past_8():
+        assert dict(scalars(d)["train/loss"]).keys() >= {12, 16, 32}
+
+    sessions_with_a_lost_checkpoint(monkeypatch, config(data, "train.log=tensorboard"), runs, "tb",
+                                    tmp_path / "spare", session_2_logged_past_8)
     assert len(list(d.glob("events.out.tfevents.*"))) == 3
     got, want = scalars(d), scalars(logged / "tb")
     assert got.keys() == want.keys()
@@ -124,8 +118,9 @@ def test_switching_the_tracker_on_is_no_protocol_change_and_may_come_on_resume(l
 
 
 def test_unknown_tracker_is_refused():
-    with pytest.raises(RelreasonError, match="train.log must be one of none, tensorboard, got 'wandb'"):
-        config("unused", "train.log=wandb")
+    with pytest.raises(RelreasonError, match="train.log must be one of none, tensorboard, wandb, or several "
+                                             r"comma-separated \(tensorboard,wandb\), got 'mlflow'"):
+        config("unused", "train.log=mlflow")
 
 
 def test_missing_tensorboard_is_one_line_before_anything_is_written(tmp_path, monkeypatch):

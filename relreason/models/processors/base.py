@@ -118,6 +118,64 @@ class Processor(nn.Module, abc.ABC):
         """One algorithm step: the new State (see the module docstring)."""
 
 
+# -- the contract, checked (relreason.models.net calls `checked_step` on a net's first step) ---------------
+
+def processor_label(proc: Processor) -> str:
+    """The processor's registered name (and where a plugin's class lives), for error messages."""
+    cls = type(proc)
+    names = [name for name, entry in PROCESSORS.items() if entry.cls is cls]
+    return f"{names[0]!r}" if names else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def checked_step(proc: Processor, node_in: torch.Tensor, edge_in, graph_in: torch.Tensor, state: State,
+                 adj: torch.Tensor, node_mask: torch.Tensor) -> State:
+    """One dense step of `proc`, its returned State checked against what the processor declares (the module
+    docstring's contract): a State; node (B, N, node_dim); an edge state exactly when edge_dim > 0, of shape
+    (B, N, N, edge_dim); a graph state None or (B, node_dim); floating point throughout. An error raised
+    inside the processor's own forward is named as the processor's, with the shapes it was given. Raises
+    RelreasonError naming the processor, the field, the shape expected and the shape got."""
+    name = processor_label(proc)
+    B, N = node_in.shape[0], node_in.shape[1]
+    given = (f"given node_in {list(node_in.shape)}, edge_in {list(getattr(edge_in, 'shape', ['factored']))}, "
+             f"graph_in {list(graph_in.shape)}, adj {list(adj.shape)}")
+    try:
+        got = proc(node_in, edge_in, graph_in, state, adj, node_mask)
+    except (RuntimeError, ValueError, IndexError, TypeError) as e:
+        if isinstance(e, torch.OutOfMemoryError):
+            raise
+        raise RelreasonError(f"processor {name} failed at its first step ({given}): {type(e).__name__}: "
+                             f"{str(e).splitlines()[0] if str(e) else ''}",
+                             "see the processor contract in docs/plugins.md (inputs, State and shapes)") from e
+    hint = ("return State(node=(B, N, node_dim), edge=(B, N, N, edge_dim) or None, graph=(B, node_dim) or None) "
+            "as docs/plugins.md states")
+    if not isinstance(got, State):
+        raise RelreasonError(f"processor {name} returned {type(got).__name__}, not a State", hint)
+
+    def check(field: str, value, want: tuple[int, ...], legend: str) -> None:
+        if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+            raise RelreasonError(f"processor {name}: state.{field} is {type(value).__name__}"
+                                 f"{'' if not isinstance(value, torch.Tensor) else f' of {value.dtype}'}, expected "
+                                 f"a floating-point tensor of shape {list(want)} ({legend})", hint)
+        if tuple(value.shape) != want:
+            raise RelreasonError(f"processor {name}: state.{field} has shape {list(value.shape)}, expected "
+                                 f"{list(want)} ({legend})", hint)
+
+    check("node", got.node, (B, N, proc.node_dim), f"B, N, node_dim = {proc.node_dim}")
+    if got.edge is not None and not proc.edge_dim:
+        raise RelreasonError(f"processor {name} returned an edge state but declares edge_dim = 0, so no decoder and "
+                             f"no later step would ever read it",
+                             "set edge_dim to its width (and carry_edge = True to feed it back at the next step), "
+                             "or return edge=None")
+    if proc.edge_dim:
+        if got.edge is None:
+            raise RelreasonError(f"processor {name} declares edge_dim = {proc.edge_dim} but returned no edge state",
+                                 "return State(edge=(B, N, N, edge_dim)), or set edge_dim = 0")
+        check("edge", got.edge, (B, N, N, proc.edge_dim), f"B, N, N, edge_dim = {proc.edge_dim}")
+    if got.graph is not None:
+        check("graph", got.graph, (B, proc.node_dim), f"B, node_dim = {proc.node_dim}")
+    return got
+
+
 @dataclass(frozen=True)
 class ProcessorEntry(ModelEntry):
     """A NAR model: a processor inside the encode-process-decode network."""
