@@ -121,8 +121,8 @@ def _train_here(name: str, todo: list[list[Cell]], total: int, show_progress: bo
     with progress(total, name, unit="cell", disable=not show_progress, initial=total - cells) as bar:
         for group in todo:
             resuming = [c for c in group if cell_state(c) == "partial"]
-            which = "it" if len(group) == 1 else ", ".join(f"seed {c.seed}" for c in resuming)
-            log(f"{name}: {group_label(group)}" + (f" (resuming {which})" if resuming else ""))
+            which = "" if len(group) == 1 else " " + ", ".join(f"seed {c.seed}" for c in resuming)
+            log(f"{name}: {group_label(group)}" + (f" (resuming{which})" if resuming else ""))
             statuses = train_group(group, strategy, show_progress, log)
             if "interrupted" in statuses:
                 raise KeyboardInterrupt
