@@ -137,6 +137,18 @@ def test_a_lower_is_better_study_is_aggregated_in_its_own_unit_not_in_percent():
     assert higher[0]["ours"] == f"{100 * mean:.2f} ± {100 * std:.2f}"
 
 
+def test_cells_of_an_earlier_protocol_are_never_pooled_with_the_protocols():
+    """A cell re-run under a changed protocol setting sits beside its seeds trained before the change: the
+    protocol's cells are pooled and compared, the others get a row of their own, marked, never compared."""
+    result = lobster_result()
+    old = "trained with data.order \"seeded\" where the protocol has \"sequential\""
+    result["cells"] = [{**c, "comparable": c["score"] != 0.12, "why_not": old if c["score"] == 0.12 else ""}
+                       for c in result["cells"]]
+    rows = [r for r in study_table(result)[0] if (r["task"], r["model"]) == ("lobster", "rt")]
+    assert [(r["ours"], r["seeds"]) for r in rows] == [("0.10", "1 of 5"), ("0.12", "1 of 5")]
+    assert rows[0]["diff"] == "-0.01" and rows[1]["diff"] == "-" and rows[1]["verdict"] == f"not comparable: {old}"
+
+
 def test_a_study_of_lobster_tasks_is_lower_is_better():
     from relreason.studies.sweep import _lower_is_better
 

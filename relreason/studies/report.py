@@ -82,20 +82,25 @@ def study_table(result: dict, margin: float | None = None) -> tuple[list[dict], 
     for task in result["tasks"]:
         for v in result["variants"]:
             cells = by.get((task, v), [])
-            ours = Summary.of(c["score"] * scale for c in cells)
             paper = figures.get((v, task))
-            comparable = all(c.get("comparable", True) for c in cells)
-            why = "; ".join(dict.fromkeys(c.get("why_not", "") for c in cells if c.get("why_not")))
-            if ours.n and not comparable:
-                diff, ci, verdict = "-", "-", f"not comparable: {why}"
-            else:
-                diff, ci, verdict = _compared(difference(ours, paper, margin) if ours.n and paper else None)
-            seeds = f"{ours.n}" + (f" of {paper.seeds}" if paper and paper.seeds else f" of {planned}"
-                                   if planned and ours.n < planned else "")
-            rows.append({"task": task, "model": v, "ours": ours.text(), "seeds": seeds if ours.n else "0",
-                         "paper": paper.text() if paper else "-", "diff": diff, "95% CI of diff": ci,
-                         "verdict": verdict})
-            seen[task, v] = (ours, comparable)
+            # the protocol's cells are pooled and compared; cells that are not (another recipe, or trained before
+            # a protocol setting changed) are never pooled with them: a row of their own, not compared
+            fresh = [c for c in cells if c.get("comparable", True)]
+            other = [c for c in cells if not c.get("comparable", True)]
+            for group, comparable in ((fresh, True), (other, False)) if fresh and other else ((cells, not other),):
+                ours = Summary.of(c["score"] * scale for c in group)
+                why = "; ".join(dict.fromkeys(c.get("why_not", "") for c in group if c.get("why_not")))
+                if ours.n and not comparable:
+                    diff, ci, verdict = "-", "-", f"not comparable: {why}"
+                else:
+                    diff, ci, verdict = _compared(difference(ours, paper, margin) if ours.n and paper else None)
+                seeds = f"{ours.n}" + (f" of {paper.seeds}" if paper and paper.seeds else f" of {planned}"
+                                       if planned and ours.n < planned else "")
+                rows.append({"task": task, "model": v, "ours": ours.text(), "seeds": seeds if ours.n else "0",
+                             "paper": paper.text() if paper else "-", "diff": diff, "95% CI of diff": ci,
+                             "verdict": verdict})
+                if comparable or not fresh:
+                    seen[task, v] = (ours, comparable)
     if len(result["tasks"]) > 1:
         rows += [_average_row(result["tasks"], v, seen, figures, averages.get(v), margin) for v in result["variants"]]
     return rows, COLUMNS
