@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from relreason.config import build_config, to_plain
+from relreason.config import build_config, config_from_dict, to_plain
 from relreason.errors import RelreasonError
 from relreason.eval.grid import SWEEP_FILE, read_sweep
 from relreason.runtime import source_digest
@@ -205,7 +205,8 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
 def verify_table(table: str, tasks: str | None, seeds: int, models: str | None, results: Path, validations: int,
                  workdir: Path, log=lambda m: None) -> list[dict]:
     """`reproduce TABLE --verify`: verify_cell for every planned cell of the table that has a committed curve
-    under `results`; each verdict is written to results/verify/ (RESULTS.md reads it). Returns the rows."""
+    under `results`, re-trained under the config its result file stored (threads and device too); each verdict
+    is written to results/verify/ (RESULTS.md reads it). Returns the rows."""
     from relreason.studies.cells import plan_cells
     from relreason.studies.tables import TABLES
     from relreason.tasks import expand_tasks
@@ -220,7 +221,11 @@ def verify_table(table: str, tasks: str | None, seeds: int, models: str | None, 
         if not curve_file.is_file():
             continue
         log(f"verifying {rel}")
-        got = verify_cell(cell.config, read_object(curve_file), validations, workdir / str(rel), log)
+        # the cell's own stored config, machine keys included: another thread count reorders float sums, and a
+        # trajectory that differs by rounding would hide whether the code computes otherwise
+        stored = Path(results) / CELLS / f"{rel}.json"
+        config = config_from_dict(read_object(stored)["config"]) if stored.is_file() else cell.config
+        got = verify_cell(config, read_object(curve_file), validations, workdir / str(rel), log)
         _write(Path(results) / VERIFY / f"{rel}.json", got)
         rows.append({"cell": str(rel), **got})
     if not rows:
@@ -315,7 +320,7 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
                             "seconds": data.seconds, "hardware": data.hardware or [],
                             "command": data.command, "examples": data.examples,
                             "reproduce": f"relreason reproduce {study.name} --models {model} --tasks {task} "
-                                         f"--seeds {seed + 1}",
+                                         f"--seeds {seed + 1}" + _same_threads(data.config),
                             "recipe": data.recipe, "relreason": data.relreason, "code": data.code})
     if not records:
         return None
@@ -347,6 +352,13 @@ def _dotted(plain: dict, key: str):
     section, _, name = key.partition(".")
     value = plain.get(section, {}).get(name) if name else plain.get(section)
     return json.dumps(value)
+
+
+def _same_threads(config: dict) -> str:
+    """The --set that re-trains a cell on the torch thread count it ran with ("" for torch's default): another
+    count reorders float sums, so the command RESULTS.md prints would follow another trajectory without it."""
+    threads = (config.get("train") or {}).get("threads")
+    return f" --set train.threads={threads}" if threads else ""
 
 
 def _duration(seconds: float | None) -> str:
