@@ -204,6 +204,19 @@ def record(ratios: dict, argv: list[str]) -> None:
     print(f"recorded {len(ratios)} ratio(s) in {out}", file=sys.stderr)
 
 
+def profile(cfgs, steps: int) -> None:
+    """Where the time of each way goes: the operators by self CPU time, group (vmap) then sequential."""
+    from torch.profiler import ProfilerActivity, profile as torch_profile
+
+    for label, run in (("group_vmap", lambda: group_steps(cfgs, steps, True)),
+                       ("sequential", lambda: sequential_steps(cfgs, steps))):
+        run()  # warm: data cached, kernels chosen
+        with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+            seconds = run()
+        print(f"\n{label}: {seconds:.3f} (as the timed function returns it)")
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12, max_name_column_width=60))
+
+
 def main() -> None:
     import sys
 
@@ -223,8 +236,13 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=2, help="interleaved rounds; the best of each is kept")
     p.add_argument("--data-dir", default="data")
     p.add_argument("--set", action="append", default=[])
+    p.add_argument("--profile", action="store_true", help="instead: torch.profiler's top operators (self CPU time) of "
+                                                          "the vmapped group's steps and of the sequential runs'")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
+    if args.profile:
+        profile(configs(args), args.steps)
+        return
     ratios = {}
     if args.tables:
         for key, model, recipe, ablation, sizes in table_columns(args.tables, args.group_sizes):
