@@ -340,18 +340,20 @@ EVAL_LIVE_PAIR_TENSORS = 32  # (N, N, width) float buffers alive at once in a st
 
 def _pick_batch(explicit: int | None, configured: int | None, net: nn.Module, ds) -> int:
     """The evaluation batch size: the explicit one, else the configured one, else as many samples as fit
-    in a quarter of the available memory (pair tensors dominate: batch x N x N x width floats)."""
+    in a quarter of the memory free where the net computes (a CUDA device's free memory, not the host's RAM;
+    pair tensors dominate: batch x N x N x width floats)."""
     if explicit is not None:
         return explicit
     if configured is not None:
         return configured
-    from relreason.eval.memory import EVAL_MAX_BATCH, EVAL_MEMORY_FRACTION
-    from relreason.runtime import available_memory
+    from relreason.eval.memory import EVAL_MAX_BATCH, EVAL_MEMORY_FRACTION, free_memory
 
     proc = getattr(net, "processor", None)
     width = max(getattr(net.cfg, "hidden", 128), getattr(proc, "node_dim", 0), getattr(proc, "edge_dim", 0))
     per_sample = ds.n * ds.n * width * 4 * EVAL_LIVE_PAIR_TENSORS
-    fits = int(available_memory() * EVAL_MEMORY_FRACTION // max(per_sample, 1))
+    device = next((p.device for p in net.parameters()), torch.device("cpu"))
+    free, _host = free_memory(device)
+    fits = int(free * EVAL_MEMORY_FRACTION // max(per_sample, 1))
     return max(1, min(EVAL_MAX_BATCH, fits))
 
 

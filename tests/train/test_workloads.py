@@ -199,3 +199,24 @@ def test_resampled_validation_draws_anew_each_time_and_fixed_scores_the_same_set
     assert same(resampled[0], resampled[2]) and not torch.equal(resampled[0][0], resampled[1][0]) \
         and not torch.equal(resampled[0][1], resampled[1][1])  # its own samples and positions; a resume redraws them
     assert resampled[0][0].shape == fixed[0][0].shape  # as many samples as the set holds
+
+
+def test_the_automatic_evaluation_batch_is_sized_from_the_devices_free_memory(monkeypatch):
+    """Issue 29: on a CUDA device the batch must fit the device's free memory, not the host's RAM."""
+    import relreason.eval.memory as memory
+    from relreason.train.workloads import EVAL_LIVE_PAIR_TENSORS, _pick_batch
+
+    class Net(torch.nn.Module):
+        cfg = type("C", (), {"hidden": 16})()
+
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(1))
+
+    per_sample = 8 * 8 * 16 * 4 * EVAL_LIVE_PAIR_TENSORS  # n = 8, width 16
+    seen = []
+    monkeypatch.setattr(memory, "free_memory", lambda device: seen.append(device) or (10 * per_sample, 10**15))
+    ds = type("D", (), {"n": 8})()
+    assert _pick_batch(None, None, Net(), ds) == int(10 * per_sample * memory.EVAL_MEMORY_FRACTION // per_sample)
+    assert seen == [torch.device("cpu")]  # asked for where the net's parameters are, not the host
+    assert _pick_batch(3, None, Net(), ds) == 3 and _pick_batch(None, 5, Net(), ds) == 5
