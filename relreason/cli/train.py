@@ -55,6 +55,19 @@ def resolve(model: str, task: str, recipe: str | None, sets: list[str] | None, s
     return build_config(model, task, recipe, overrides_of(sets, seed, device, graph, init))
 
 
+def _config_of(model: str, task: str, recipe: str | None, sets: list[str] | None, seed: int | None,
+               device: str | None, graph: str | None, init: Path | None, resumed: Path | None):
+    """The config of `train`: the run directory `resumed`'s stored one with what may change on resume, or a
+    new one resolved from the command line."""
+    if resumed is not None:
+        from relreason.train.loop import resume_config
+
+        return resume_config(resumed, overrides_of(sets, seed, device, graph, init), recipe)
+    if graph is not None:
+        _graph_task(task)
+    return resolve(model, task, recipe, sets, seed, device, graph, init)
+
+
 def quiet_on_workers(fn):
     """Under torchrun, the processes of rank > 0 print nothing: rank 0 prints the results, the progress
     and the errors for all (an error every rank shares ends a worker with exit code 1, silently)."""
@@ -121,7 +134,7 @@ def train_cmd(
     """
     from relreason.config import config_yaml
     from relreason.train import run
-    from relreason.train.loop import check_run_name, resume_config, stored_config
+    from relreason.train.loop import check_run_name, stored_config
 
     if name is not None:
         check_run_name(name)
@@ -138,11 +151,7 @@ def train_cmd(
                                  f"--resume")
         # the run's own command with --resume added is accepted: --recipe, --set and --seed may restate
         # the run's configuration; a value that differs is refused, naming the keys
-        cfg = resume_config(out_dir / name, overrides_of(sets, seed, device, graph, init), recipe)
-    else:
-        if graph is not None:
-            _graph_task(task)
-        cfg = resolve(model, task, recipe, sets, seed, device, graph, init)
+    cfg = _config_of(model, task, recipe, sets, seed, device, graph, init, out_dir / name if resume else None)
     if print_config:
         out.print(config_yaml(cfg, sources=True), highlight=False, markup=False, end="")
         return
@@ -185,7 +194,7 @@ def _train_group(model, task, recipe, sets, seed, name, out_dir, resume, device,
                  seeds_text, strategy, init=None) -> None:
     """`train --seeds`: one seed group (relreason.train.seed_group.run_group), a run directory per seed."""
     from relreason.config import config_yaml
-    from relreason.train.loop import default_run_name, resume_config
+    from relreason.train.loop import default_run_name
     from relreason.train.seed_group import Strategy, group_names, run_group
 
     seeds = parse_seeds(seeds_text)
@@ -196,13 +205,8 @@ def _train_group(model, task, recipe, sets, seed, name, out_dir, resume, device,
                              "e.g. --seed-strategy auto")
     if resume and name is None:
         raise RelreasonError("--resume needs the group's --name", "e.g. relreason train mpnn bfs --seeds 0,1 --name g --resume")
-    if resume:
-        cfg = resume_config(out_dir / group_names(name, seeds[:1])[0], overrides_of(sets, None, device, graph, init),
-                            recipe)
-    else:
-        if graph is not None:
-            _graph_task(task)
-        cfg = resolve(model, task, recipe, sets, None, device, graph, init)
+    cfg = _config_of(model, task, recipe, sets, None, device, graph, init,
+                     out_dir / group_names(name, seeds[:1])[0] if resume else None)
     if print_config:
         out.print(config_yaml(cfg, sources=True), highlight=False, markup=False, end="")
         return
