@@ -108,6 +108,10 @@ class TrainConfig:
     # and nothing is read back to the host (seed groups and CUDA graphs need it); the same numbers to float
     # rounding, a little more work on CPU (finished samples still compute); dense graphs only
     static_step: bool = False
+    # CUDA graphs: the static step's forward and backward captured once per batch shape and replayed with
+    # one launch (relreason.train.graphs); the same numbers to float rounding. CUDA, one process, one graph
+    # task, not seed groups; needs static_step
+    cuda_graph: bool = False
     # fine-tuning: the checkpoint (a run directory -> its best/, a checkpoint or `export --hub` folder) whose
     # weights start the run instead of a fresh initialisation, loaded strictly; null: a fresh start
     init: str | None = None
@@ -115,6 +119,9 @@ class TrainConfig:
     def problems(self) -> list[str]:
         out = [f"train.{k} must be positive, got {getattr(self, k)}"
                for k in ("batch_size", "train_examples", "eval_every_examples") if getattr(self, k) <= 0]
+        if self.cuda_graph and not self.static_step:
+            out.append("train.cuda_graph needs train.static_step: true (a CUDA graph needs fixed shapes and no "
+                       "host reads)")
         if self.eval_batch_size is not None and self.eval_batch_size <= 0:
             out.append(f"train.eval_batch_size must be positive or null (automatic), got {self.eval_batch_size}")
         if not (math.isfinite(self.lr) and self.lr > 0):

@@ -22,9 +22,11 @@ from __future__ import annotations
 # Keys a run may set without changing what it computes: where and how it runs, including which kernels
 # compute the same maths (no change beyond float rounding), the NAR a TransNAR reads (an input of the run,
 # which no recipe can name), the tracker its numbers also go to (train.log: a view of metrics.jsonl) and the
-# shape-static step (train.static_step: finished samples masked, not dropped; equal to float rounding).
+# shape-static step (train.static_step: finished samples masked, not dropped; equal to float rounding) and its
+# capture as CUDA graphs (train.cuda_graph: the same kernels replayed).
 INCIDENTAL_KEYS = ("train.device", "train.threads", "train.eval_batch_size", "data.data_dir", "model.nar",
-                   "processor.chunk_mb", "processor.compiled_kernels", "train.log", "train.static_step")
+                   "processor.chunk_mb", "processor.compiled_kernels", "train.log", "train.static_step",
+                   "train.cuda_graph")
 SEED_KEY = "train.seed"
 LABEL_KEYS = ("recipe",)  # top-level entries that name where a config came from
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The GPU path in one command (issue 29): CUDA against CPU for every processor, seed groups K = 1, 4, 16 at the
-# RT protocol and MPNN batch 32, bf16 autocast, CUDA-graph capture of the shape-static step. Needs a stock
+# The GPU path in one command (issue 29): CUDA against CPU for every processor, train.cuda_graph against the
+# uncaptured step, seed groups K = 1, 4, 16 at the RT protocol and MPNN batch 32, bf16 autocast, a run end to end. Needs a stock
 # PyTorch + CUDA image and this checkout, no network; runs the package from the checkout (PYTHONPATH).
-#   scripts/gpu_check.sh results/gpu                 # on a CUDA machine (about 5 minutes on one H100, not yet measured)
+#   scripts/gpu_check.sh results/gpu                 # on a CUDA machine (184 s on one H200, results/gpu/)
 #   scripts/gpu_check.sh /tmp/g --device cpu --quick # the CPU smoke test (tests/test_gpu_check.py)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"

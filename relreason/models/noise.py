@@ -45,6 +45,11 @@ class Noise:
     # draws of one site (two permutation decoders) continue the stream instead of repeating it
     _stream: list = field(default_factory=list, compare=False, repr=False)
     whole_batch: bool = field(default=False, compare=False)  # rows are 0..size-1 (known without reading them)
+    # the (site, *keys) of each `at` from the batch's noise to this stream, and the Tape that records or
+    # serves the step's draws when the step is captured as a CUDA graph (relreason.train.graphs); () and None
+    # otherwise
+    path: tuple = field(default=(), compare=False, repr=False)
+    tape: "Tape | None" = field(default=None, compare=False, repr=False)
 
     @staticmethod
     def whole(seed: int, size: int) -> "Noise":
@@ -53,17 +58,29 @@ class Noise:
 
     def at(self, site: Site, *keys: int) -> "Noise":
         """The independent stream of one draw site (and step)."""
-        return Noise(derive_seed(self.seed, int(site), *keys), self.rows, self.size, whole_batch=self.whole_batch)
+        return Noise(derive_seed(self.seed, int(site), *keys), self.rows, self.size, whole_batch=self.whole_batch,
+                     path=self.path + ((int(site), *map(int, keys)),), tape=self.tape)
+
+    def taped(self, tape: "Tape") -> "Noise":
+        """This batch's noise with its draws going through `tape` (relreason.train.graphs)."""
+        return Noise(self.seed, self.rows, self.size, whole_batch=self.whole_batch, tape=tape)
 
     def select(self, index: torch.Tensor | None) -> "Noise":
         """The same stream for the samples `index` of this batch (None: all of them)."""
         if index is None:
             return self
+        if self.tape is not None:  # a captured step runs every sample (the shape-static step selects none)
+            raise ValueError("a taped step draws for the whole batch; it cannot select samples")
         return Noise(self.seed, self.rows[index.cpu()], self.size, self._stream)
 
     def uniform(self, shape, device: torch.device, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """U[0, 1) of `shape` (its first axis: this batch's samples), drawn for the global batch."""
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if self.tape is not None:
+            return self.tape.draw(self, shape, torch.device(device), dtype)
+        return self._draw(shape, device, dtype)
+
+    def _draw(self, shape: tuple, device, dtype: torch.dtype) -> torch.Tensor:
         if shape[0] != len(self.rows):
             raise ValueError(f"a draw for {shape[0]} samples from noise over {len(self.rows)} rows")
         if not self._stream:
@@ -72,6 +89,66 @@ class Noise:
         whole = self.whole_batch or (len(self.rows) == self.size and _is_range(self.rows))
         mine = full if whole else full.index_select(0, self.rows)
         return mine.to(device)
+
+
+class Tape:
+    """The noise draws of one captured step (relreason.train.graphs). A CUDA graph replays kernels, not
+    Python: the draws (made on the CPU from per-step seeds) cannot happen inside it. So the step runs once
+    *recording* (each draw is made as usual, and its path from the batch's noise, stream and shape are
+    noted; the values, on the device, become the step's fixed buffers), then *serving* (each draw returns
+    the next buffer: what the graph captures). Before each replay `refill(noise)` makes the same draws
+    from that step's noise, in the same order, and copies them into the buffers: every number a sample
+    sees is the one the uncaptured step would draw.
+
+    The draw sequence must depend on the batch's shapes only, which the shape-static step guarantees
+    (a step's shapes are part of its graph's key)."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[int, tuple, tuple, torch.dtype]] = []  # (stream, path, shape, dtype)
+        self.buffers: list[torch.Tensor] = []  # the recorded draws, on the device
+        self._streams: list[list] = []  # the recorded streams' generator holders (identity: which draws share one)
+        self.serving = False
+        self._next = 0
+
+    def draw(self, noise: Noise, shape: tuple, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        if self.serving:
+            if self._next >= len(self.buffers) or tuple(self.buffers[self._next].shape) != shape:
+                raise RuntimeError(f"the captured step drew {shape} as its draw {self._next}, where the recorded "
+                                   f"step drew {self.entries[self._next][2] if self._next < len(self.entries) else 'nothing'}")
+            out = self.buffers[self._next]
+            self._next += 1
+            return out
+        k = next((i for i, s in enumerate(self._streams) if s is noise._stream), None)
+        if k is None:
+            self._streams.append(noise._stream)
+            k = len(self._streams) - 1
+        value = noise._draw(shape, device, dtype)
+        self.entries.append((k, noise.path, shape, dtype))
+        self.buffers.append(value)
+        return value
+
+    def serve(self) -> None:
+        """From now on draws return the buffers, in the recorded order."""
+        self.serving, self._next = True, 0
+
+    def values(self, noise: Noise) -> list[torch.Tensor]:
+        """The recorded draws made from `noise` (another step's), on the CPU, in the recorded order."""
+        streams: dict[int, Noise] = {}
+        out = []
+        for k, path, shape, dtype in self.entries:
+            if k not in streams:
+                s = Noise(noise.seed, noise.rows, noise.size, whole_batch=noise.whole_batch)
+                for site, *keys in path:
+                    s = s.at(site, *keys)
+                streams[k] = s
+            out.append(streams[k]._draw(shape, torch.device("cpu"), dtype))
+        return out
+
+    def refill(self, noise: Noise) -> None:
+        """Copies the draws of `noise` (the step about to replay) into the buffers."""
+        for buf, value in zip(self.buffers, self.values(noise)):
+            buf.copy_(value)
+        self._next = 0
 
 
 def _is_range(rows: torch.Tensor) -> bool:

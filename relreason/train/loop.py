@@ -58,7 +58,7 @@ from relreason.train import checkpoint as ckpt
 # Keys a resumed run may change: they do not alter what already ran (a longer budget continues it; under a
 # decaying train.lr_schedule it stretches the decay over the new budget from there on).
 RESUMABLE_KEYS = ("train.train_examples", "train.device", "train.threads", "train.eval_batch_size", "train.log",
-                  "train.static_step")
+                  "train.static_step", "train.cuda_graph")
 # ... and train.lr may be lowered (a diverged run continues from its last checkpoint), recorded as a deviation
 LOWERABLE_KEYS = ("train.lr",)
 
@@ -426,6 +426,7 @@ class _Session:
         started = time.time() - st["seconds"]
         self.next_eval = (st["examples"] // t.eval_every_examples + 1) * t.eval_every_examples
         model.train()
+        captured = self.captured_step() if t.cuda_graph else None
         stop = False
         try:
             with _StopRequests(self.log) as requests:
@@ -436,16 +437,20 @@ class _Session:
                     rate = self.set_rate()
                     losses = []
                     for part in self.wl.step_batches(step, dd.rank, dd.world):
-                        with autocast(t.precision, dd.device):  # bf16: the forward only
-                            loss, _terms = self.wl.loss(module, part, step)
+                        if captured is not None:  # forward and backward replayed; the .grad are set
+                            loss = captured(part.batch, part.noise)
+                        else:
+                            with autocast(t.precision, dd.device):  # bf16: the forward only
+                                loss, _terms = self.wl.loss(module, part, step)
                         # one exchange per update: the global batch's loss (the mean of the ranks') and
                         # whether any rank was asked to stop, so that all stop after the same step
                         total, asked = dd.sum([float(loss.detach()), float(requests.requested)])
                         value, stop = total / dd.world, stop or asked > 0
                         if not math.isfinite(value):
                             raise self.diverged(step, value)
-                        self.opt.zero_grad(set_to_none=True)
-                        loss.backward()
+                        if captured is None:
+                            self.opt.zero_grad(set_to_none=True)
+                            loss.backward()
                         self.update()
                         losses.append(value)
                     self.finish_step(losses, rate, started, bar)
@@ -461,6 +466,16 @@ class _Session:
             self.log(f"\ninterrupted: saved {self.last_dir}; continue with --name {self.run_dir.name} --resume")
             return True
         return False
+
+    def captured_step(self, replay: str = "cuda"):
+        """The step as CUDA graphs (train.cuda_graph; relreason.train.graphs), refused where it cannot be."""
+        from relreason.train.graphs import CapturedStep, captured_loss, check_capturable
+
+        if replay == "cuda":
+            check_capturable(self.cfg, self.dd.device, self.dd.world, self.wl)
+        model = self.wl.model
+        return CapturedStep(captured_loss(self.wl, model, self.cfg.train.precision, self.dd.device),
+                            list(model.parameters()), self.dd.device, replay)
 
     def diverged(self, step: int, loss: float) -> RelreasonError:
         """Records that the loss of `step` was not finite (a DivergedRow: `runs` says "diverged") and

@@ -173,6 +173,9 @@ def train_members(members: list[Config], run_dirs: list[Path], resume: list[bool
     if len({json.dumps(setting_identity(c.to_dict()), sort_keys=True) for c in members}) > 1:
         raise RelreasonError("a seed group's members must differ in their seed alone",
                              "group the runs of one configuration")
+    if members[0].train.cuda_graph:
+        raise RelreasonError("a seed group does not capture CUDA graphs (train.cuda_graph)",
+                             "train the seeds one at a time with train.cuda_graph, or the group without it")
     keep_freed_memory()
     with Distributed.start(members[0].train.device) as dd, ExitStack() as stack:
         if dd.world > 1:

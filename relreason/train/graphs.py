@@ -1,0 +1,168 @@
+"""The training step's forward and backward as CUDA graphs (`train.cuda_graph: true`).
+
+The papers' protocols train tiny batches (4 graphs for the RT, 32 of n <= 16 elsewhere), so on a GPU a
+step is launch-bound: hundreds of small kernels, each waiting on Python. A CUDA graph records the kernels of
+one forward+backward once and replays them with one launch. It replays kernels, not Python, so what it
+captures must have fixed shapes, read nothing back to the host and draw no random numbers inside: the
+shape-static step (`train.static_step`, relreason.models.net.Net._forward_static) gives the first two, and
+a `Tape` (relreason.models.noise) moves the draws out (made before the replay, from the step's own noise).
+
+One graph per batch signature (the shapes and dtypes of the batch's tensors: a bellman_ford batch's hint
+length varies, so a run holds a few). Each replay:
+1. copies the step's batch into the graph's input tensors and its noise draws into the tape's buffers;
+2. replays forward and backward, which leave the loss and the gradients in the graph's output tensors;
+3. points each parameter's `.grad` at them, for the loop's clipping and Adam step (run eagerly: the
+   learning rate changes per step, and an update outside the graph leaves the optimizer as it is).
+
+The numbers are the uncaptured static step's, to float rounding (same kernels; the capture fixes which).
+What cannot be captured is refused with one line when the step is first built: a CPU device, several
+processes, a multi-task or text workload, seed groups (relreason.train.seed_group).
+
+`replay="eager"` re-runs the recorded step instead of replaying a graph: the staging above, without CUDA,
+so that the CPU suite checks that a captured run trains the uncaptured run's weights exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from relreason.errors import RelreasonError
+from relreason.models.noise import Tape
+
+
+def signature(batch) -> tuple:
+    """What a graph is keyed by: every tensor's name, shape and dtype (relreason.models.batch.Batch)."""
+    return tuple((name, tuple(t.shape), t.dtype) for name, t in _tensors(batch))
+
+
+def _tensors(batch) -> list[tuple[str, torch.Tensor]]:
+    out = [("lengths", batch.lengths), ("node_mask", batch.node_mask)]
+    for group in ("inputs", "hints", "outputs"):
+        out += [(f"{group}.{k}", v) for k, v in sorted(getattr(batch, group).items())]
+    return out
+
+
+def _clone(batch):
+    """A batch whose tensors are fresh copies: the graph's input tensors, refilled before each replay."""
+    import dataclasses
+
+    return dataclasses.replace(batch, **{g: {k: v.clone() for k, v in getattr(batch, g).items()}
+                                         for g in ("inputs", "hints", "outputs")},
+                               lengths=batch.lengths.clone(), node_mask=batch.node_mask.clone())
+
+
+@dataclass
+class _Graph:
+    batch: Any  # the captured step's input tensors (a Batch)
+    tape: Tape  # its noise buffers
+    run: Callable[[], tuple[torch.Tensor, list[torch.Tensor | None]]]  # replays; returns (loss, grads)
+
+
+class CapturedStep:
+    """Forward and backward of one-process training, replayed from CUDA graphs (module docstring).
+
+    `loss_fn(batch, noise)` is the step's loss (the workload's, under the run's precision); `params` the
+    model's parameters, whose `.grad` each call sets."""
+
+    def __init__(self, loss_fn: Callable, params: list[torch.nn.Parameter], device: torch.device,
+                 replay: str = "cuda"):
+        if replay not in ("cuda", "eager"):
+            raise ValueError(f"replay must be 'cuda' or 'eager', got {replay!r}")
+        self.loss_fn, self.params, self.device, self.replay = loss_fn, list(params), device, replay
+        self.graphs: dict[tuple, _Graph] = {}
+
+    def __call__(self, batch, noise) -> torch.Tensor:
+        """The loss of one step (a tensor on the device); the parameters' `.grad` hold its gradients."""
+        key = signature(batch)
+        g = self.graphs.get(key)
+        if g is None:
+            g = self.graphs[key] = self._capture(batch, noise)
+        for name, t in _tensors(g.batch):
+            t.copy_(dict(_tensors(batch))[name])
+        g.tape.refill(noise)
+        loss, grads = g.run()
+        for p, grad in zip(self.params, grads):
+            p.grad = grad
+        return loss
+
+    def _forward_backward(self, batch, noise) -> tuple[torch.Tensor, list[torch.Tensor | None]]:
+        for p in self.params:
+            p.grad = None
+        loss = self.loss_fn(batch, noise)
+        loss.backward()
+        # detached: a live autograd graph would keep the parameters' AccumulateGrad nodes, made on another
+        # stream, alive into the next capture, which CUDA then refuses (a capture must not wait on the
+        # legacy stream)
+        return loss.detach(), [p.grad for p in self.params]
+
+    def _capture(self, batch, noise) -> _Graph:
+        static, tape = _clone(batch), Tape()
+        taped = noise.taped(tape)
+        if self.replay == "eager":
+            self._forward_backward(static, taped)  # records the draws
+            tape.serve()
+
+            def again():
+                tape.serve()
+                return self._forward_backward(static, taped)
+            return _Graph(static, tape, again)
+        # warm-up on a side stream (the CUDA graph recipe: lazy handles and autograd state are made outside
+        # the capture), the first run recording the draws; the parameters' gradients are discarded
+        torch.cuda.synchronize(self.device)  # nothing of earlier steps still runs on another stream
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            self._forward_backward(static, taped)
+            tape.serve()
+            for _ in range(2):
+                tape.serve()
+                self._forward_backward(static, taped)
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        for p in self.params:
+            p.grad = None
+        graph = torch.cuda.CUDAGraph()
+        tape.serve()
+        with torch.cuda.graph(graph):
+            loss, grads = self._forward_backward(static, taped)
+
+        def replay():
+            graph.replay()
+            return loss, grads
+        return _Graph(static, tape, replay)
+
+
+def check_capturable(cfg, device: torch.device, world: int, workload) -> None:
+    """Refuses, in one line, a run whose step cannot be captured (train.cuda_graph)."""
+    from relreason.train.workloads import NarWorkload
+
+    if device.type != "cuda":
+        raise RelreasonError(f"train.cuda_graph captures the training step on a CUDA device, but this run trains "
+                             f"on {device.type}", "set train.device: cuda (auto picks it on a CUDA machine) or "
+                             "train.cuda_graph: false")
+    if not cfg.train.static_step:
+        raise RelreasonError("train.cuda_graph needs the shape-static step (fixed shapes, no host reads)",
+                             "set train.static_step: true as well")
+    if world > 1:
+        raise RelreasonError("train.cuda_graph captures one process's step; this run has several",
+                             "run it without torchrun, or set train.cuda_graph: false")
+    if not isinstance(workload, NarWorkload) or workload.built.multi:
+        raise RelreasonError(f"train.cuda_graph captures one-task graph workloads; {cfg.model_name} on {cfg.task} "
+                             "is not one", "set train.cuda_graph: false")
+
+
+def captured_loss(workload, model: torch.nn.Module, precision: str, device: torch.device) -> Callable:
+    """The step's loss for a CapturedStep: the workload's, under autocast without its cache (which a
+    capture forbids) in bf16."""
+    from relreason.train.workloads import NarPart
+
+    def loss_fn(batch, noise):
+        ctx = torch.autocast(device.type, dtype=torch.bfloat16, cache_enabled=False) if precision == "bf16" \
+            else contextlib.nullcontext()
+        with ctx:
+            loss, _ = workload.loss(model, NarPart(0, batch, noise, 1), 0)
+        return loss
+    return loss_fn

@@ -1,0 +1,111 @@
+"""CUDA-graph capture of the training step (`train.cuda_graph`, relreason.train.graphs): the noise tape
+serves every draw the uncaptured step makes, a run whose step goes through the capture's staging trains
+the uncaptured run's weights exactly (on the CPU, with the recorded step re-run in place of a graph
+replay), and what cannot be captured is refused in one line. The replay itself runs on CUDA only:
+scripts/gpu_check.sh trains captured against uncaptured there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.numpy import load_file
+from typer.testing import CliRunner
+
+from relreason.cli.main import app
+from relreason.config import build_config
+from relreason.data import generate
+from relreason.models import Batch, ModelConfig, build_model, prepare_spec
+from relreason.models.noise import Noise, Tape
+from relreason.train import loop, run
+
+TINY = ["model.hidden=16", "train.batch_size=4", "train.train_examples=48", "train.eval_every_examples=24",
+        "data.train_num=24", "data.train_size=5", "data.val_size=5", "data.test_size=5", "train.static_step=true"]
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("task", ["bellman_ford", "insertion_sort"])  # sorting: Gumbel draws of permutations
+def test_a_tape_serves_the_draws_the_step_would_make(task):
+    """Recorded from one step's noise, refilled from another's: the forward sees that other step's numbers."""
+    cfg = ModelConfig(hidden=8, teacher_forcing=0.5, dropout=0.1)  # every noise site is drawn
+    ds = generate(task, num=4, size=5, seed=3)
+    spec = prepare_spec(ds.spec, cfg, task)
+    torch.manual_seed(0)
+    net = build_model(spec, cfg, "mpnn")
+    batch = Batch.from_dataset(ds, cfg, spec, generator=Noise.whole(5, 4))
+    plain = net(batch, train=True, generator=Noise.whole(11, 4), static=True)
+
+    tape = Tape()
+    recorded = net(batch, train=True, generator=Noise.whole(7, 4).taped(tape), static=True)
+    unrecorded = net(batch, train=True, generator=Noise.whole(7, 4), static=True)
+    assert tape.entries and len({k for k, *_ in tape.entries}) > 1
+    for k in unrecorded.outputs:  # recording draws exactly what the step draws
+        assert torch.equal(recorded.outputs[k], unrecorded.outputs[k]), k
+    tape.refill(Noise.whole(11, 4))
+    tape.serve()
+    served = net(batch, train=True, generator=Noise.whole(7, 4).taped(tape), static=True)
+    assert tape._next == len(tape.buffers)  # every buffer served once
+    for k in plain.outputs:
+        assert torch.equal(served.outputs[k], plain.outputs[k]), k
+    for k in plain.hints:
+        assert torch.equal(served.hints[k], plain.hints[k]), k
+    assert any(not torch.equal(served.outputs[k], recorded.outputs[k]) for k in plain.outputs)
+
+
+def test_a_tape_refuses_a_step_that_draws_differently():
+    tape = Tape()
+    noise = Noise.whole(3, 2).taped(tape)
+    noise.at(1, 0).uniform((2, 3), torch.device("cpu"))
+    tape.serve()
+    with pytest.raises(RuntimeError, match=r"drew \(2, 4\) as its draw 0"):
+        noise.at(1, 0).uniform((2, 4), torch.device("cpu"))
+
+
+def _weights(d: Path) -> dict:
+    return load_file(str(d / "last" / "model.safetensors"))
+
+
+def test_a_captured_run_trains_the_uncaptured_weights(tmp_path, monkeypatch):
+    """The capture's staging (input copies, the tape, .grad from the graph's outputs, several graphs for
+    several hint lengths), with the recorded step re-run where CUDA would replay it: the same weights, bit
+    for bit, as the static step run directly (teacher forcing and dropout on: the tape serves each draw)."""
+    made = []
+    capture = loop._Session.captured_step
+
+    def eager(self, replay="cuda"):
+        made.append(capture(self, "eager"))
+        return made[-1]
+    monkeypatch.setattr(loop._Session, "captured_step", eager)
+    over = TINY + [f"data.data_dir={tmp_path / 'data'}", "model.teacher_forcing=0.5", "model.dropout=0.1"]
+    run(build_config("mpnn", "bellman_ford", None, over), out=tmp_path, name="plain", show_progress=False)
+    assert not made
+    run(build_config("mpnn", "bellman_ford", None, over + ["train.cuda_graph=true"]), out=tmp_path, name="graph",
+        show_progress=False)
+    assert len(made) == 1 and len(made[0].graphs) > 1  # batches of several hint lengths: one graph each
+    a, b = _weights(tmp_path / "plain"), _weights(tmp_path / "graph")
+    assert a.keys() == b.keys()
+    for k in a:
+        assert np.array_equal(a[k], b[k]), k
+
+
+@pytest.mark.parametrize("sets, expect", [
+    (["train.cuda_graph=true"], "train.cuda_graph needs train.static_step: true"),
+    (["train.cuda_graph=true", "train.static_step=true", "train.device=cpu"],
+     "train.cuda_graph captures the training step on a CUDA device, but this run trains on cpu"),
+])
+def test_what_cannot_be_captured_is_refused_in_one_line(tmp_path, sets, expect):
+    args = ["train", "mpnn", "bellman_ford", "--out", str(tmp_path)]
+    for s in TINY[:-1] + [f"data.data_dir={tmp_path / 'data'}"] + sets:
+        args += ["--set", s]
+    r = runner.invoke(app, args)
+    assert r.exit_code != 0 and expect in r.output and "Traceback" not in r.output, r.output
+
+
+def test_a_seed_group_refuses_cuda_graphs(tmp_path):
+    args = ["train", "mpnn", "bellman_ford", "--seeds", "0,1", "--out", str(tmp_path)]
+    for s in TINY + [f"data.data_dir={tmp_path / 'data'}", "train.cuda_graph=true"]:
+        args += ["--set", s]
+    r = runner.invoke(app, args)
+    assert r.exit_code != 0 and "a seed group does not capture CUDA graphs" in r.output, r.output
