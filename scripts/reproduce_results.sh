@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The full-protocol cells of RESULTS.md, in two lanes (one torch thread each: a 2-core machine), resumable:
 # run it again after an interruption and every cell continues from its last checkpoint (finished cells
-# are read back, never retrained). Logs: reproduce/logs/. Then `relreason results` regenerates RESULTS.md.
+# are read back, never retrained; so are the cells committed under results/, through --committed). Logs: reproduce/logs/. Then `relreason results` regenerates RESULTS.md.
 # The order is issue 30's: first the cells its protocol changes made stale (the reference's data order
 # for clrs30, the reference's validation for triplet_gmpnn), then Triplet-GMPNN on the RT paper's core 8,
 # then the dijkstra cells, then the RT's 3 seeds.
@@ -19,7 +19,8 @@ for archive in results/parked/*.tar; do
   rel=$(basename "$archive" .tar | tr "~" /)
   [ -e "reproduce/cells/$rel/run" ] || { tar xf "$archive" -C reproduce && echo "restored $rel"; }
 done
-one=(--set train.threads=1)
+# --committed results: the cells finished in results/ (a fresh checkout has no reproduce/) are not trained again
+one=(--set train.threads=1 --committed results)
 (
   $R reproduce clrs30 --models mpnn --tasks bellman_ford --seeds 3 "${one[@]}"
   $R reproduce clrs30 --models mpnn --tasks dijkstra --seeds 3 "${one[@]}"

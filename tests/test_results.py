@@ -211,3 +211,33 @@ def test_reproduce_verify_needs_a_committed_curve(tmp_path, monkeypatch):
     res = CliRunner().invoke(app, ["reproduce", "clrs30", "--models", "mpnn", "--tasks", "bfs", "--seeds", "1",
                                    "--verify"])
     assert res.exit_code == 1 and "has a committed validation curve" in res.output and "Traceback" not in res.output
+
+
+def test_reproduce_counts_cells_committed_under_the_same_config_as_done(tmp_path, monkeypatch):
+    """`reproduce --committed results`: a fresh checkout (no reproduce/) trains only the cells that results/
+    does not hold under the cell's config; the committed ones are read from there into the table."""
+    import relreason.studies.sweep as sweep
+
+    study = TABLES.get("ibarz2022")
+    for cell, score in zip(plan_cells(study, ["bellman_ford"], 3, None, tmp_path / "rep1", []), (0.97, 0.98, 0.99)):
+        _finish(cell, score)
+    collect_results(tmp_path / "rep1", tmp_path / "results")
+    # seed 2's committed result was computed under another budget: not this cell, so it trains again
+    other = tmp_path / "results" / "cells" / "triplet_gmpnn" / "triplet_gmpnn" / "bellman_ford" / "seed2.json"
+    data = json.loads(other.read_text())
+    data["config"]["train"]["train_examples"] = 1000
+    other.write_text(json.dumps(data))
+    trained, logs = [], []
+    monkeypatch.setattr(sweep, "run_cells", lambda name, todo, *a, **k: trained.extend(c.seed for g in todo for c in g))
+
+    done = sweep.run_table("ibarz2022", "bellman_ford", 4, out=tmp_path / "rep2", committed=tmp_path / "results",
+                           log=logs.append)
+    assert trained == [2, 3]
+    assert any("2 cell(s) already committed under" in m for m in logs), logs
+    assert [(r["seed"], r["score"]) for r in done.result["cells"]] == [(0, 0.97), (1, 0.98)]
+    assert done.result["cells"][0]["run"].endswith("results/cells/triplet_gmpnn/triplet_gmpnn/bellman_ford/seed0")
+    assert not (tmp_path / "rep2" / "cells" / "triplet_gmpnn" / "triplet_gmpnn" / "bellman_ford" / "seed0").exists()
+
+    trained.clear()  # without --committed every unfinished cell trains, as before
+    sweep.run_table("ibarz2022", "bellman_ford", 4, out=tmp_path / "rep3", log=logs.append)
+    assert trained == [0, 1, 2, 3]

@@ -49,6 +49,10 @@ def reproduce_cmd(
                                                     "re-trains (the first is before any training).")] = 3,
     results_dir: Annotated[Path, typer.Option("--results", help="The committed result files --verify reads and "
                                               "writes (results/verify).")] = Path("results"),
+    committed: Annotated[Optional[Path], typer.Option("--committed", help="Count the cells finished under this "
+                                                      "results directory (relreason results writes results/cells) "
+                                                      "as done: not trained again, read from there.",
+                                                      show_default="none: train every unfinished cell")] = None,
     margin: MarginOpt = None,
     launcher: LauncherOpt = "local",
     slurm: SlurmOpt = None,
@@ -68,7 +72,8 @@ def reproduce_cmd(
       relreason reproduce clrs30 --models mpnn --tasks bellman_ford --seeds 3 --jobs 2\n
       relreason reproduce rt-table19 --tasks core8 --seeds 3 --seed-batch 3\n
       relreason reproduce ibarz2022 --tasks core8 --seeds 3 --launcher slurm --slurm partition=gpu,time=600\n
-      relreason reproduce ibarz2022 --tasks core8 --seeds 3 --status
+      relreason reproduce ibarz2022 --tasks core8 --seeds 3 --status\n
+      relreason reproduce clrs30 --models mpnn --tasks bellman_ford --seeds 3 --committed results
     """
     from relreason.studies.sweep import run_table, sweep_status, table_costs
 
@@ -91,7 +96,7 @@ def reproduce_cmd(
     sweep = run_table(table, tasks, seeds, recipe, out_dir, sets, models=models, train=not no_train,
                       rerun_stale=rerun_stale, log=lambda m: err.print(escape(m), highlight=False), jobs=jobs,
                       shard=shard, margin=margin, launcher=launcher, slurm=slurm, wait=wait, seed_batch=seed_batch,
-                      seed_strategy=seed_strategy)
+                      seed_strategy=seed_strategy, committed=committed)
     print_sweep(sweep, as_json)
 
 

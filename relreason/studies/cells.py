@@ -211,22 +211,52 @@ def cell_label(c: Cell) -> str:
     return f"{c.variant.label} / {c.task} / seed {c.seed}"
 
 
-def cell_record(c: Cell) -> dict:
+def committed_result(c: Cell, out: Path, committed: Path | None):
+    """The cell's finished result committed under `committed` (the directory `relreason results` writes:
+    COMMITTED/cells/<model>/<setting>/<task>/seed<k>.json), when it was computed under the cell's config
+    (`result_identity`) with the plugins installed here; else None. Only a table's cells have that layout."""
+    from relreason.train.checkpoint import plugin_changes
+
+    if committed is None:
+        return None
+    try:
+        rel = c.directory.relative_to(Path(out) / "cells")
+    except ValueError:
+        return None
+    path = Path(committed) / "cells" / rel.parent / f"{rel.name}.json"
+    if not path.is_file():
+        return None
+    try:
+        data = read_results(path)
+    except RelreasonError:
+        return None
+    same = result_identity(data.config) == result_identity(c.config.to_dict()) and not plugin_changes(data.plugins)
+    return data if same else None
+
+
+def cell_record(c: Cell, data=None, run: Path | None = None) -> dict:
     """A finished cell as the study's result files hold it: what ran, how it scored, on what hardware
-    and how long, and whether it is comparable with the paper."""
-    data = read_results(c.run_dir)
+    and how long, and whether it is comparable with the paper. `data`, `run`: its results read elsewhere
+    (a committed result file) and where."""
+    data = read_results(c.run_dir) if data is None else data
     return {"variant": c.variant.label, "model": c.variant.model, "task": c.task, "seed": c.seed,
             "score": data.test.score, "best_val": data.best_val, "examples": data.examples,
             "recipe": data.recipe, "comparable": c.comparable, "why_not": c.why_not,
             "seconds": data.seconds, "hardware": data.hardware or [],
             "processes": 1 if data.processes is None else data.processes, "command": data.command,
-            "relreason": data.relreason, "run": str(c.run_dir), "per_task": data.per_task, "config": data.config}
+            "relreason": data.relreason, "run": str(c.run_dir if run is None else run), "per_task": data.per_task,
+            "config": data.config}
 
 
-def collect(cells: list[Cell]) -> tuple[list[dict], list[str]]:
-    """(records of the finished cells, labels of the missing ones), over the whole sweep."""
+def collect(cells: list[Cell], out: Path | None = None, committed: Path | None = None) -> tuple[list[dict], list[str]]:
+    """(records of the finished cells, labels of the missing ones), over the whole sweep; a cell not finished
+    under `out` but committed under `committed` (`committed_result`) is read from there."""
     records, missing = [], []
     for c in cells:
+        kept = committed_result(c, out, committed) if committed is not None and cell_state(c) != "done" else None
+        if kept is not None:
+            records.append(cell_record(c, kept, Path(committed) / "cells" / c.directory.relative_to(Path(out) / "cells")))
+            continue
         if cell_state(c) != "done":
             missing.append(cell_label(c))
             continue

@@ -21,8 +21,8 @@ from relreason.errors import RelreasonError
 from relreason.eval.stats import STD_KIND, check_margin
 from relreason.runtime import cli_command
 from relreason.studies.ablations import ABLATIONS
-from relreason.studies.cells import (cell_state, collect, delta_slug, is_held, parse_shard, plan_cells, seed_groups,
-                                     shard_cells)
+from relreason.studies.cells import (cell_label, cell_state, collect, committed_result, delta_slug, is_held,
+                                     parse_shard, plan_cells, seed_groups, shard_cells)
 from relreason.studies.launch import Launch, cell_status, launch_for
 from relreason.studies.report import write_tables
 from relreason.studies.tables import TABLES
@@ -35,7 +35,7 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
               sets: list[str] | None = None, show_progress: bool = True, log: Callable[[str], None] = print,
               rerun_stale: bool = False, jobs: int = 1, shard: tuple[int, int] | None = None,
               models: list[str] | None = None, train: bool = True, launch: Launch | None = None,
-              seed_batch: int | None = None, seed_strategy: str = "auto") -> dict:
+              seed_batch: int | None = None, seed_strategy: str = "auto", committed: Path | None = None) -> dict:
     """Trains the cells that have no results yet (unless `train` is False) and reads back every
     finished one; returns the study's result: {"study", "description", "variants", "tasks", "seeds",
     "cells" (records of the finished ones), "missing", "planned", "figures", "paper_line", ...}.
@@ -49,7 +49,11 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
 
     `seed_batch` (None: `default_seed_batch`): the cells of one (column, task) train as seed groups of up to
     that many seeds (relreason.studies.cells.seed_groups, relreason.train.seed_group, `seed_strategy`), each
-    cell's run directory as if trained alone; the units of `jobs`, `shard` and `launch` are then those groups."""
+    cell's run directory as if trained alone; the units of `jobs`, `shard` and `launch` are then those groups.
+
+    `committed` (a `relreason results` directory): a cell whose finished result is committed there under the
+    cell's config (relreason.studies.cells.committed_result) counts as done: it is not trained again (its run
+    directory under `out` is left as it is), and its record is read from there."""
     if jobs < 1:
         raise RelreasonError(f"--jobs {jobs} must be at least 1", "e.g. --jobs 2")
     cells = plan_cells(study, tasks, seeds, recipe, out, sets, models)
@@ -60,7 +64,8 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
         mine_groups = shard_cells(groups, shard)
         mine = [c for g in mine_groups for c in g]
         states = {c.directory: cell_state(c) for c in mine}
-        stale = [c for c in mine if states[c.directory] == "stale" and not is_held(c)]
+        stale = [c for c in mine if states[c.directory] == "stale" and not is_held(c)
+                 and committed_result(c, out, committed) is None]
         if stale and not rerun_stale:
             raise RelreasonError(f"{len(stale)} cell(s) were computed under another configuration or another "
                                  f"version of a plugin (e.g. {stale[0].run_dir}); their results would mix budgets, "
@@ -69,12 +74,18 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
         for c in stale:
             c.run_dir.rename(c.directory / f"run.stale-{time.strftime('%Y%m%d-%H%M%S')}-{c.seed}")
             states[c.directory] = "new"
+        kept = [c for c in mine if states[c.directory] != "done" and committed_result(c, out, committed) is not None]
+        if kept:
+            log(f"{len(kept)} cell(s) already committed under {committed}: not trained again "
+                f"({', '.join(cell_label(c) for c in kept[:3])}{', ...' if len(kept) > 3 else ''})")
+            for c in kept:
+                states[c.directory] = "done"
         todo = [g for g in ([c for c in g if states[c.directory] not in ("done", "stale")] for g in mine_groups) if g]
         if launch is None:
             run_cells(study.name, todo, len(mine), jobs, show_progress, log, strategy)
         else:
             submitted = launch.submit(study.name, todo, log, strategy)
-    records, missing = collect(cells)
+    records, missing = collect(cells, out, committed)
     whole = set(tasks) == set(expand_tasks(study.tasks))
     first = cells[0].config
     variants = list(dict.fromkeys(c.variant.label for c in cells))
@@ -185,13 +196,14 @@ def run_table(table: str, tasks: str | None, seeds: int, recipe: str | None = No
               log: Callable[[str], None] = print, rerun_stale: bool = False, jobs: int = 1,
               shard: str | None = None, margin: float | None = None, launcher: str = "local",
               slurm: str | None = None, wait: bool = False, seed_batch: str | int | None = None,
-              seed_strategy: str = "auto") -> Sweep:
+              seed_strategy: str = "auto", committed: Path | None = None) -> Sweep:
     """`relreason reproduce`: the published table `table` on `tasks` (None: the table's own) and the
     columns of `models` (a comma list; None: every column) swept by `run_study` (with `train` False,
     only read back), its tables written under OUT/tables/<table>, partial ones while cells are missing.
     `margin`: the equivalence margin of the verdicts instead of the table's own. `launcher` other than
     local: the cells are submitted (`slurm`: "key=value,..."; `wait`: until their jobs end), job files in
-    OUT/jobs/<table>. `seed_batch` ("auto", None or K) and `seed_strategy`: the seed groups of `run_study`."""
+    OUT/jobs/<table>. `seed_batch` ("auto", None or K) and `seed_strategy`: the seed groups of `run_study`.
+    `committed`: cells finished there count as done (`run_study`)."""
     study = TABLES.get(table)
     margin = check_margin(margin) if margin is not None else None
     _not_under_torchrun("reproduce")
@@ -200,7 +212,8 @@ def run_table(table: str, tasks: str | None, seeds: int, recipe: str | None = No
     result = run_study(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, recipe, out, sets,
                        log=log, rerun_stale=rerun_stale, jobs=jobs,
                        shard=parse_shard(shard) if shard is not None else None, models=model_list, train=train,
-                       launch=launch, seed_batch=parse_seed_batch(seed_batch), seed_strategy=seed_strategy)
+                       launch=launch, seed_batch=parse_seed_batch(seed_batch), seed_strategy=seed_strategy,
+                       committed=committed)
     if margin is not None:
         result["margin"] = margin
     base = Path(out) / "tables" / table
