@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
                 cells[f"{v.label} on {task}"] = {"seconds": round(r["total_s"], 1), "train_s": round(r["train_s"], 1),
                                                  "val_s": round(r["val_s"], 1), "test_s": round(r["test_s"], 1),
                                                  "examples": r["examples"], "batch": r["batch"]}
-                print(f"{name:<12}{v.label:<28}{task:<24}{r['total_s'] / 60:9.1f} min  (train {r['train_s'] / 60:.1f}, "
+                print(f"{name:<16}{v.label:<28}{task:<24}{r['total_s'] / 60:9.1f} min  (train {r['train_s'] / 60:.1f}, "
                       f"validations {r['val_s'] / 60:.1f}, test {r['test_s'] / 60:.1f})", flush=True)
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(".tmp")

@@ -20,7 +20,7 @@ from relreason.studies.tables import TABLES
 # a value each incidental key may take instead of the ET's own (none changes what the run computes)
 OTHER = {"train.device": "cuda", "train.threads": 7, "train.eval_batch_size": 3, "data.data_dir": "/elsewhere",
          "model.nar": "runs/nar", "processor.chunk_mb": 16, "processor.compiled_kernels": False,
-         "train.log": "tensorboard", "train.static_step": True}
+         "train.log": "tensorboard", "train.static_step": True, "train.cuda_graph": True}
 
 
 def _set(plain: dict, key: str, value) -> dict:

@@ -98,3 +98,16 @@ TABLES.register("mueller2024", Study(
     source="Mueller et al. 2024, \"Towards Principled Graph Transformers\" (its per-algorithm CLRS figures "
            "could not be read here: none are printed beside ours)", layout="protocol",
     note="the protocol is the authors' CLRS fork's defaults (ksmdnl/clrs 42a5de5), see recipes/et.yaml"))
+
+# -- today's strongest processors (issue 31): no figure of theirs at a protocol we can run -----------------------
+TABLES.register("new-processors", Study(
+    "new-processors", "FloydNet, RNAR and G-ForgetNet at Triplet-GMPNN's protocol (recipes/floydnet.yaml, "
+                      "rnar.yaml, g_forgetnet.yaml)",
+    (Variant("floydnet", "floydnet", recipe="floydnet"), Variant("rnar", "rnar", recipe="rnar"),
+     Variant("g-forgetnet", "g_forgetnet", recipe="g_forgetnet")), tasks="core8",
+    source="Yu et al. 2026 (arXiv 2601.19094), Xu & Veličković 2024 (arXiv 2409.07154), Bohde et al. ICLR 2024: "
+           "no per-algorithm figure at a protocol these recipes can run was found (each recipe's deviation line "
+           "says what could not be read), so none is printed beside ours",
+    layout="protocol",
+    note="each recipe is Triplet-GMPNN's Ibarz et al. protocol with the processor's own defaults (the papers' "
+         "protocols could not be read here); ours stand alone, with no published figure to compare"))
