@@ -8,7 +8,10 @@ shape-static step (`train.static_step`, relreason.models.net.Net._forward_static
 a `Tape` (relreason.models.noise) moves the draws out (made before the replay, from the step's own noise).
 
 One graph per batch signature (the shapes and dtypes of the batch's tensors: a bellman_ford batch's hint
-length varies, so a run holds a few). Each replay:
+length varies, so a run holds a few; the Ibarz et al. stream samples graph sizes too, and made 16 graphs in
+its first 40 steps on the H200). Each graph keeps its own memory pool (its activations and gradients), so
+memory grows with the number of shapes a run meets; graphs cannot share one pool safely, since they replay
+in any order. Each replay:
 1. copies the step's batch into the graph's input tensors and its noise draws into the tape's buffers;
 2. replays forward and backward, which leave the loss and the gradients in the graph's output tensors;
 3. points each parameter's `.grad` at them, for the loop's clipping and Adam step (run eagerly: the
@@ -81,8 +84,9 @@ class CapturedStep:
         g = self.graphs.get(key)
         if g is None:
             g = self.graphs[key] = self._capture(batch, noise)
+        new = dict(_tensors(batch))
         for name, t in _tensors(g.batch):
-            t.copy_(dict(_tensors(batch))[name])
+            t.copy_(new[name])
         g.tape.refill(noise)
         loss, grads = g.run()
         for p, grad in zip(self.params, grads):
