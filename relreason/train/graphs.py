@@ -19,7 +19,8 @@ in any order. Each replay:
 
 The numbers are the uncaptured static step's, to float rounding (same kernels; the capture fixes which).
 What cannot be captured is refused with one line when the step is first built: a CPU device, several
-processes, a multi-task or text workload, seed groups (relreason.train.seed_group).
+processes, a multi-task or text workload, a processor dropout (torch's global generator: other numbers
+than the uncaptured run's), seed groups (relreason.train.seed_group).
 
 `replay="eager"` re-runs the recorded step instead of replaying a graph: the staging above, without CUDA,
 so that the CPU suite checks that a captured run trains the uncaptured run's weights exactly.
@@ -153,6 +154,10 @@ def check_capturable(cfg, device: torch.device, world: int, workload) -> None:
     if world > 1:
         raise RelreasonError("train.cuda_graph captures one process's step; this run has several",
                              "run it without torchrun, or set train.cuda_graph: false")
+    if getattr(cfg.processor, "dropout", 0):
+        raise RelreasonError(f"train.cuda_graph: {cfg.model_name}'s processor.dropout draws from torch's global "
+                             "generator, which a captured step draws differently from the uncaptured run",
+                             "set processor.dropout: 0, or train.cuda_graph: false")
     if not isinstance(workload, NarWorkload) or workload.built.multi:
         raise RelreasonError(f"train.cuda_graph captures one-task graph workloads; {cfg.model_name} on {cfg.task} "
                              "is not one", "set train.cuda_graph: false")

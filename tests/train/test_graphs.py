@@ -103,6 +103,17 @@ def test_what_cannot_be_captured_is_refused_in_one_line(tmp_path, sets, expect):
     assert r.exit_code != 0 and expect in r.output and "Traceback" not in r.output, r.output
 
 
+def test_a_processor_dropout_is_refused_before_the_device_is_looked_at():
+    """ET's processor.dropout draws from torch's global generator: captured, it would not be the same run."""
+    from relreason.errors import RelreasonError
+    from relreason.train.graphs import check_capturable
+
+    cfg = build_config("et", "bellman_ford", None, ["processor.dropout=0.1", "train.static_step=true",
+                                                    "train.cuda_graph=true"])
+    with pytest.raises(RelreasonError, match="processor.dropout draws from torch's global generator"):
+        check_capturable(cfg, torch.device("cuda"), 1, None)
+
+
 def test_a_seed_group_refuses_cuda_graphs(tmp_path):
     args = ["train", "mpnn", "bellman_ford", "--seeds", "0,1", "--out", str(tmp_path)]
     for s in TINY + [f"data.data_dir={tmp_path / 'data'}", "train.cuda_graph=true"]:
