@@ -111,11 +111,12 @@ def default_seed_batch(cells: list, seeds: int) -> int:
     """`--seed-batch auto`: the sweep's seed count up to SEED_BATCH_MAX where its cells train on an accelerator
     (one vmapped step for the group), 1 on CPU, where a group measured no faster than its cells one after
     another (the loop, ~1.0x; vmap slower: scripts/bench_seeds.py, in costs.json) and would hold its K models
-    at once and finish none of its cells before the last."""
+    at once and finish none of its cells before the last; also 1 for cells captured as CUDA graphs
+    (train.cuda_graph), which seed groups do not run (and which were faster alone: results/gpu)."""
     from relreason.models.build import resolve_device
 
-    if not cells or resolve_device(cells[0].config.train.device).type == "cpu":
-        return 1
+    if not cells or resolve_device(cells[0].config.train.device).type == "cpu" or cells[0].config.train.cuda_graph:
+        return 1  # CPU: no faster; train.cuda_graph: a captured single run outran every group on the H200
     return min(seeds, SEED_BATCH_MAX)
 
 

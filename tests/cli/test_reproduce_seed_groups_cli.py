@@ -218,3 +218,22 @@ def test_the_shipped_ratios_price_the_rt_core8_table_at_3_seeds():
     row = json.loads(ok(invoke("reproduce", "rt-table19", "--tasks", "core8", "--seeds", "3", "--list",
                                "--json")))["tables"][0]
     assert row["total_seconds"] and set(row["grouped_seconds"]) == {"loop", "vmap"}
+
+
+def test_seed_batch_auto_groups_on_an_accelerator_only_without_cuda_graphs(tmp_path, monkeypatch):
+    """`--seed-batch auto`: 1 on CPU; the seed count up to 4 on an accelerator; 1 again for cells captured as
+    CUDA graphs (seed groups refuse them, and a captured single run outran every group: results/gpu)."""
+    import torch
+
+    import relreason.models.build as build
+    from relreason.studies.cells import plan_cells
+    from relreason.studies.sweep import default_seed_batch
+    from relreason.studies.tables import TABLES
+
+    study = TABLES.get("ibarz2022")
+    cells = plan_cells(study, ["bellman_ford"], 3, None, tmp_path, [])
+    assert default_seed_batch(cells, 3) == 1
+    monkeypatch.setattr(build, "resolve_device", lambda device: torch.device("cuda"))
+    assert default_seed_batch(cells, 3) == 3 and default_seed_batch(cells * 3, 9) == 4
+    graphed = plan_cells(study, ["bellman_ford"], 3, None, tmp_path, ["train.static_step=true", "train.cuda_graph=true"])
+    assert default_seed_batch(graphed, 3) == 1
