@@ -82,6 +82,13 @@ def collect_results(source: Path, results: Path) -> list[Path]:
             continue
         st = read_trainer_state(files.last.path)
         cfg = read_run_record(run)
+        committed = Path(results) / CELLS / f"{rel}.json"
+        if committed.is_file() and result_identity(read_object(committed).get("config") or {}) == \
+                result_identity(cfg.config):
+            # the cell is finished and committed under this config (a fresh work tree retrained part of it
+            # before `reproduce --committed` kept it): not in progress
+            (Path(results) / PROGRESS / f"{rel}.json").unlink(missing_ok=True)
+            continue
         record = {"examples": st.examples, "train_examples": cfg.config["train"]["train_examples"],
                   "best_val": st.best_val, "seconds": round(st.seconds, 1), "hardware": st.hardware,
                   "command": cfg.command, "config": cfg.config}

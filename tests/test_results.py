@@ -241,3 +241,28 @@ def test_reproduce_counts_cells_committed_under_the_same_config_as_done(tmp_path
     trained.clear()  # without --committed every unfinished cell trains, as before
     sweep.run_table("ibarz2022", "bellman_ford", 4, out=tmp_path / "rep3", log=logs.append)
     assert trained == [0, 1, 2, 3]
+
+
+def test_a_committed_cell_retrained_in_part_is_not_shown_in_progress(tmp_path):
+    """A fresh work tree that started a committed cell over (before --committed kept it) leaves a checkpoint
+    of it: the cell is finished in results/, so it is not listed as in progress, and a stale listing goes."""
+    study = TABLES.get("ibarz2022")
+    (cell,) = plan_cells(study, ["bellman_ford"], 1, None, tmp_path / "rep1", [])
+    _finish(cell, 0.97)
+    collect_results(tmp_path / "rep1", tmp_path / "results")
+    (again,) = plan_cells(study, ["bellman_ford"], 1, None, tmp_path / "rep2", [])
+    (again.run_dir / "last").mkdir(parents=True)
+    (again.run_dir / "last" / "trainer_state.json").write_text(json.dumps(
+        {"step": 30, "examples": 960, "best_val": 0.5, "best_examples": 640, "seconds": 18.0, "hardware": ["Test CPU"]}))
+    (again.run_dir / "config.json").write_text(json.dumps({"relreason": "0.1.0", "config": again.config.to_dict(),
+                                                           "command": "c"}))
+    listed = tmp_path / "results" / "progress" / "triplet_gmpnn" / "triplet_gmpnn" / "bellman_ford" / "seed0.json"
+    listed.parent.mkdir(parents=True)
+    listed.write_text("{}")
+    assert collect_results(tmp_path / "rep2", tmp_path / "results") == []
+    assert not listed.exists()
+    # under another config it is a different cell in progress
+    cfg = again.config.to_dict()
+    cfg["train"]["train_examples"] = 1000
+    (again.run_dir / "config.json").write_text(json.dumps({"relreason": "0.1.0", "config": cfg, "command": "c"}))
+    assert collect_results(tmp_path / "rep2", tmp_path / "results") == [listed]
