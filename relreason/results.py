@@ -191,6 +191,11 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
                              "verify cells trained at a constant rate (every paper recipe)")
     upto = stored[-1]["examples"]
     cfg = dataclasses.replace(config, train=dataclasses.replace(t, train_examples=max(upto, t.batch_size)))
+    scratch = Path(workdir) / "verify"
+    if scratch.is_dir() and (scratch / "config.json").is_file():  # an earlier --verify's re-training: start afresh
+        import shutil
+
+        shutil.rmtree(scratch)
     run(cfg, out=workdir, name="verify", show_progress=False, log=log)
     now = [r for r in read_metrics(workdir / "verify" / "metrics.jsonl") if isinstance(r, ValidationRow)]
     difference = None

@@ -202,6 +202,7 @@ def test_verify_re_trains_a_cells_first_validations_and_names_the_first_differen
     changed = {**curve, "validations": [dict(v) for v in curve["validations"]]}
     changed["validations"][2]["loss"] *= 1.01  # beyond the 1e-4 rounding a loss may carry across machines
     assert verify_cell(cfg, changed, 3, tmp_path / "v3")["difference"].startswith("training loss at 32 examples")
+    assert verify_cell(cfg, curve, 3, tmp_path / "v1")["matches"]  # again in the same place: re-trained afresh
     with pytest.raises(RelreasonError, match="--verify-validations 1"):
         verify_cell(cfg, curve, 1, tmp_path / "v4")
 
