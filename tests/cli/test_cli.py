@@ -74,10 +74,10 @@ def test_export_results_in_every_format(trained):
     assert got["output.pi"] == pytest.approx(pi, abs=5e-5) and got["score (mean of outputs)"] == pytest.approx(score, abs=5e-5)
     parsed = json.loads(succeeds(relreason("export", run, "--results", "json")))
     assert {r["feature"]: r["score"] for r in parsed}["output.pi"] == pytest.approx(pi)
+    text = {fmt: succeeds(relreason("export", run, "--results", fmt)) for fmt in ("md", "latex")}
     for fmt in ("md", "latex"):
-        text = succeeds(relreason("export", run, "--results", fmt))
-        assert f"{score:.4f}" in text and "output.pi" in text.replace("\\_", "_")
-    assert "\\begin{tabular}" in succeeds(relreason("export", run, "--results", "latex"))
+        assert f"{score:.4f}" in text[fmt] and "output.pi" in text[fmt].replace("\\_", "_")
+    assert "\\begin{tabular}" in text["latex"]
 
 
 def test_export_bundle_then_eval_it(trained, tmp_path):

@@ -83,7 +83,8 @@ def weights(run_dir: Path, which: str) -> dict:
 
 
 def test_the_runs_own_command_with_resume_continues_a_killed_run_exactly(tmp_path):
-    write_recipe(tmp_path / "mine.yaml", examples=160, every=16)
+    # 64 examples: held at 32, killed with last/ at 16, resumed through three more validations (32, 48, 64)
+    write_recipe(tmp_path / "mine.yaml", examples=64, every=16)
     command = ["--recipe", "./mine.yaml", "--seed", "3", "--name", "k"]
     # the child holds after writing its validation line at 32 examples, before that checkpoint: killed
     # there, however loaded the machine (no race with the run's end or a checkpoint swap)
@@ -102,7 +103,7 @@ def test_the_runs_own_command_with_resume_continues_a_killed_run_exactly(tmp_pat
 
     # a recipe that would change the run is refused, naming what differs (--set and --seed: see
     # tests/train/test_loop.py); nothing is touched
-    write_recipe(tmp_path / "other.yaml", examples=160, every=16, lr=0.01)
+    write_recipe(tmp_path / "other.yaml", examples=64, every=16, lr=0.01)
     other = ["--recipe", "./other.yaml", "--seed", "3", "--name", "k", "--resume"]
     fails(train(tmp_path, *other), 1, "cannot change train.lr=0.01 (the run has 0.001)")
     assert json.loads(state.read_text())["examples"] == killed_at
