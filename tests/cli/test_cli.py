@@ -48,10 +48,10 @@ def test_train_writes_a_run_with_the_users_umask(trained):
     assert not [p for p in run.rglob(".*") if p.name != ".lock"]  # no temporaries left
 
 
-def test_eval_a_run_the_newest_run_and_hints(trained):
+def test_eval_a_run_the_newest_run_and_hints(trained, trained_eval):
     root, result, _ = trained
     stored = json.loads((Path(result["run"]) / "results.json").read_text())
-    named = json.loads(succeeds(relreason("eval", result["run"], "--json")))
+    named = trained_eval  # `eval RUN --json`
     assert named["score"] == pytest.approx(stored["test"]["score"])  # the same best checkpoint, the same split
     assert named["hints"] == {}
     newest = json.loads(succeeds(relreason("eval", "--runs", root / "runs", "--json", "--hints")))
