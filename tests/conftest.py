@@ -15,6 +15,12 @@ from relreason.data import generate
 # Tests run tiny tensors on a shared 2-core machine: a second intra-op thread only adds
 # synchronisation, which under load makes model tests ~50x slower. One thread per test process.
 torch.set_num_threads(1)
+# ... and in every process a test starts (`python -m relreason`, scripts, torchrun, submitit jobs): torch reads
+# OMP_NUM_THREADS when it starts. Without it a child takes a thread per core and, on a loaded 2-core machine,
+# spins ~30x slower on the same tiny tensors (scripts/gpu_check.sh --quick: 8 s with one thread, 170 s with two).
+# A run's own train.threads, and torchrun's division of the cores, still set theirs (they call set_num_threads).
+TEST_THREADS = "1"
+os.environ["OMP_NUM_THREADS"] = TEST_THREADS
 
 # rich reads COLUMNS once, when a console is built (relreason.cli.common builds its consoles on import):
 # pinned here, before any test module imports the CLI, and again per test for subprocesses.
@@ -34,10 +40,12 @@ def pinned_environment(monkeypatch):
     """Every test sees the same environment, whatever the shell that runs pytest sets:
     - no RELREASON_DEBUG: errors are one line, not a re-raised traceback (tests assert the line);
     - COLUMNS fixed: rich tables fold the same way in-process and in subprocesses;
-    - RELREASON_PROGRESS=0: no progress bars on stderr."""
+    - RELREASON_PROGRESS=0: no progress bars on stderr;
+    - OMP_NUM_THREADS=1: one torch thread in every child process, as in this one."""
     monkeypatch.delenv("RELREASON_DEBUG", raising=False)
     monkeypatch.setenv("COLUMNS", TEST_COLUMNS)
     monkeypatch.setenv("RELREASON_PROGRESS", "0")
+    monkeypatch.setenv("OMP_NUM_THREADS", TEST_THREADS)
     from relreason.cli.common import err
 
     monkeypatch.setattr(err, "width", int(TEST_COLUMNS))  # in case it was built before this conftest ran

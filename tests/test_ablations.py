@@ -175,7 +175,9 @@ def test_a_cell_that_is_not_the_protocol_is_printed_but_never_compared():
 
 
 def _cli_args(tmp_path, out="abl", *extra) -> list[str]:
-    sets = [x for s in tiny(tmp_path) for x in ("--set", s)]
+    # eager triangular products (the same maths): under --jobs every worker process would otherwise compile the
+    # ET's fused kernels anew, ~20 s each on 2 cores (the compiled kernels: tests/models/processors/test_et.py)
+    sets = [x for s in [*tiny(tmp_path), "processor.compiled_kernels=false"] for x in ("--set", s)]
     return ["ablate", "et-untied", "--tasks", "bellman_ford", "--seeds", "2", "--out", str(tmp_path / out), *sets,
             *extra]
 

@@ -115,8 +115,10 @@ def test_model_selection_reads_the_validations_and_tests_the_last_checkpoint_onc
     from relreason.rundir import ValidationRow, read_metrics, read_results
     from relreason.train import evaluation, run
 
+    # width 16: the larger test evaluates 320 graphs of n=64, twice (here and in model_selection), ~12 s each at 128
     cfg = build_config("mpnn", "bfs", "quick", ["train.train_examples=96", "train.eval_every_examples=16", "train.batch_size=8",
-                                                 "data.val_num=4", "data.test_num=4", "train.threads=1"])
+                                                 "data.val_num=4", "data.test_num=4", "train.threads=1",
+                                                 "model.hidden=16"])
     out = run(cfg, out=tmp_path, name="r", show_progress=False, log=lambda m: None)
     vals = [r for r in read_metrics(out.run_dir / "metrics.jsonl") if isinstance(r, ValidationRow)]
     best = max(r.score for r in vals)

@@ -48,10 +48,10 @@ def test_train_writes_a_run_with_the_users_umask(trained):
     assert not [p for p in run.rglob(".*") if p.name != ".lock"]  # no temporaries left
 
 
-def test_eval_a_run_the_newest_run_and_hints(trained):
+def test_eval_a_run_the_newest_run_and_hints(trained, trained_eval):
     root, result, _ = trained
     stored = json.loads((Path(result["run"]) / "results.json").read_text())
-    named = json.loads(succeeds(relreason("eval", result["run"], "--json")))
+    named = trained_eval  # `eval RUN --json`
     assert named["score"] == pytest.approx(stored["test"]["score"])  # the same best checkpoint, the same split
     assert named["hints"] == {}
     newest = json.loads(succeeds(relreason("eval", "--runs", root / "runs", "--json", "--hints")))
@@ -74,10 +74,10 @@ def test_export_results_in_every_format(trained):
     assert got["output.pi"] == pytest.approx(pi, abs=5e-5) and got["score (mean of outputs)"] == pytest.approx(score, abs=5e-5)
     parsed = json.loads(succeeds(relreason("export", run, "--results", "json")))
     assert {r["feature"]: r["score"] for r in parsed}["output.pi"] == pytest.approx(pi)
+    text = {fmt: succeeds(relreason("export", run, "--results", fmt)) for fmt in ("md", "latex")}
     for fmt in ("md", "latex"):
-        text = succeeds(relreason("export", run, "--results", fmt))
-        assert f"{score:.4f}" in text and "output.pi" in text.replace("\\_", "_")
-    assert "\\begin{tabular}" in succeeds(relreason("export", run, "--results", "latex"))
+        assert f"{score:.4f}" in text[fmt] and "output.pi" in text[fmt].replace("\\_", "_")
+    assert "\\begin{tabular}" in text["latex"]
 
 
 def test_export_bundle_then_eval_it(trained, tmp_path):

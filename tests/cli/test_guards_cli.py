@@ -61,11 +61,11 @@ def test_an_unknown_device_is_a_one_line_error(tmp_path, trained):
     fails(relreason("eval", result["run"], "--device", "tpu"), 1, "unknown device 'tpu'")
 
 
-def test_eval_split_val_and_set_are_applied(trained):
+def test_eval_split_val_and_set_are_applied(trained, trained_eval):
     _, result, _ = trained
     val = json.loads(succeeds(relreason("eval", result["run"], "--split", "val", "--json")))
     assert (val["split"], val["size"], val["num"]) == ("val", 5, 4)  # the run's val split (cli_run.TINY)
-    test = json.loads(succeeds(relreason("eval", result["run"], "--json")))
+    test = trained_eval  # `eval RUN --json`: the test split by default
     assert (test["split"], test["size"], test["num"]) == ("test", 6, 4)
     fewer = json.loads(succeeds(relreason("eval", result["run"], "--split", "val", "--set", "data.val_num=2",
                                           "--json")))
@@ -73,11 +73,11 @@ def test_eval_split_val_and_set_are_applied(trained):
     fails(relreason("eval", result["run"], "--set", "data.bogus=1"), 1, "data.bogus")
 
 
-def test_eval_reads_a_last_checkpoint(trained):
+def test_eval_reads_a_last_checkpoint(trained, trained_eval):
     _, result, _ = trained
     run = Path(result["run"])
     last = json.loads(succeeds(relreason("eval", run / "last", "--json")))
-    best = json.loads(succeeds(relreason("eval", run, "--json")))
+    best = trained_eval  # `eval RUN --json`
     assert Path(last["checkpoint"]) == run / "last" and Path(best["checkpoint"]) == run / "best"
     assert best["score"] == pytest.approx(result["test"]["score"])  # run/ means its best/
 

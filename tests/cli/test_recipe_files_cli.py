@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from child_hold import hold_env, trainer_state, wait_held
-from cli_run import fails, relreason, succeeds
+from cli_run import fails, invoke, ok, relreason, succeeds
 from safetensors.numpy import load_file
 
 DEVIATION = "a private smoke budget, not the paper's protocol"
@@ -82,8 +82,9 @@ def weights(run_dir: Path, which: str) -> dict:
     return load_file(str(run_dir / which / "model.safetensors"))
 
 
-def test_the_runs_own_command_with_resume_continues_a_killed_run_exactly(tmp_path):
-    write_recipe(tmp_path / "mine.yaml", examples=160, every=16)
+def test_the_runs_own_command_with_resume_continues_a_killed_run_exactly(tmp_path, monkeypatch):
+    # 64 examples: held at 32, killed with last/ at 16, resumed through three more validations (32, 48, 64)
+    write_recipe(tmp_path / "mine.yaml", examples=64, every=16)
     command = ["--recipe", "./mine.yaml", "--seed", "3", "--name", "k"]
     # the child holds after writing its validation line at 32 examples, before that checkpoint: killed
     # there, however loaded the machine (no race with the run's end or a checkpoint swap)
@@ -102,7 +103,7 @@ def test_the_runs_own_command_with_resume_continues_a_killed_run_exactly(tmp_pat
 
     # a recipe that would change the run is refused, naming what differs (--set and --seed: see
     # tests/train/test_loop.py); nothing is touched
-    write_recipe(tmp_path / "other.yaml", examples=160, every=16, lr=0.01)
+    write_recipe(tmp_path / "other.yaml", examples=64, every=16, lr=0.01)
     other = ["--recipe", "./other.yaml", "--seed", "3", "--name", "k", "--resume"]
     fails(train(tmp_path, *other), 1, "cannot change train.lr=0.01 (the run has 0.001)")
     assert json.loads(state.read_text())["examples"] == killed_at
@@ -110,7 +111,10 @@ def test_the_runs_own_command_with_resume_continues_a_killed_run_exactly(tmp_pat
     res = train(tmp_path, *command, "--resume")
     succeeds(res)
     assert f"resumed runs/k at {killed_at} examples" in res.stderr and f"note: recipe mine: {DEVIATION}" in res.stderr
-    succeeds(train(tmp_path, *command[:-1], "ref"))  # the same run, never interrupted
+    # the same run, never interrupted: the same command, in this process (a reference, not what is tested)
+    monkeypatch.chdir(tmp_path)
+    ok(invoke("train", "mpnn", "bfs", *command[:-1], "ref", "--set", f"data.data_dir={tmp_path / 'data'}",
+              "--out", "runs"))
     for which in ("last", "best"):
         a, b = weights(tmp_path / "runs" / "k", which), weights(tmp_path / "runs" / "ref", which)
         assert a.keys() == b.keys()

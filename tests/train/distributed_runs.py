@@ -1,10 +1,12 @@
-"""Runs that tests/train/test_distributed.py starts under torchrun (one launch for two runs, to keep the
-test short): `torchrun --nproc-per-node N tests/train/distributed_runs.py OUT DATA_DIR STEPS [BATCH]`.
+"""Runs that tests/train/test_distributed.py starts under torchrun (one launch for all the runs of a
+number of processes, to keep the tests short):
+`torchrun --nproc-per-node N tests/train/distributed_runs.py OUT DATA_DIR STEPS [BATCH[,BATCH...]]`.
 
-1. `OUT/fresh`: a new run of STEPS steps;
-2. `OUT/resumed`: a run that one process left there at half the budget, continued to STEPS steps.
+Per batch size B (default 4), under `OUT/bB`:
+1. `fresh`: a new run of STEPS steps;
+2. `resumed`: a run that one process left there at half the budget, continued to STEPS steps.
 
-BATCH (default 4) need not be divisible by N, nor at least N (ranks then hold uneven shares, or none).
+A batch need not be divisible by N, nor at least N (ranks then hold uneven shares, or none).
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ if __name__ == "__main__":
     from relreason.train import run
 
     out, data_dir, steps = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
-    batch = int(sys.argv[4]) if len(sys.argv) > 4 else BATCH
-    cfg = build_config("mpnn", TASK, None, noisy_config(data_dir, steps, batch))
-    dist.init_process_group("gloo")  # once for both runs (`run` uses a group it finds and leaves it open)
-    run(cfg, out=out, name="fresh", show_progress=False)
-    run(cfg, out=out, name="resumed", resume=True, show_progress=False)
-    dist.barrier()
+    batches = [int(b) for b in sys.argv[4].split(",")] if len(sys.argv) > 4 else [BATCH]
+    dist.init_process_group("gloo")  # once for every run (`run` uses a group it finds and leaves it open)
+    for batch in batches:
+        cfg = build_config("mpnn", TASK, None, noisy_config(data_dir, steps, batch))
+        run(cfg, out=out / f"b{batch}", name="fresh", show_progress=False)
+        run(cfg, out=out / f"b{batch}", name="resumed", resume=True, show_progress=False)
+        dist.barrier()
     dist.destroy_process_group()

@@ -233,24 +233,47 @@ def test_ranks_without_a_row_add_exactly_nothing(tmp_path):
 # predictions turn rounding into other choices, so 2 ranks of 1 row already leave 11% of the weights
 # more than 1e-5 from one process's, and 3 ranks (/ 3 rounds) 39%; past 3e-4, 1.4% (a stand-in row
 # counted as a row: 54%, and the loss 10% off).
+STEPS = 6
+CASES = [(2, 4, 1e-5), (3, 4, 1e-5), (2, 3, 1e-5), (3, 2, 3e-4)]  # (world, batch, tol)
+
+
+@pytest.fixture(scope="module")
+def torchrun_runs(tmp_path_factory):
+    """`launched(world)`: the directory of every batch's runs (`bB/fresh`, `bB/resumed`) of one torchrun
+    launch of `world` processes, made once per world size (starting `world` processes and torchrun costs
+    more than the tiny runs), and the one-process run each `resumed` continued, at half the budget."""
+    made: dict[int, tuple[Path, dict]] = {}
+
+    def launched(world: int) -> tuple[Path, dict]:
+        if world not in made:
+            root = tmp_path_factory.mktemp(f"torchrun{world}")
+            data, batches = root / "data", [b for w, b, _ in CASES if w == world]
+            firsts = {b: run(build_config("mpnn", TASK, None, noisy_config(data, STEPS // 2, b)), out=root / f"b{b}",
+                             name="resumed", show_progress=False) for b in batches}  # one process, half the budget
+            env = {**os.environ, "RELREASON_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
+            proc = subprocess.run([str(TORCHRUN), "--standalone", "--nproc-per-node", str(world), str(RUNS_SCRIPT),
+                                   str(root), str(data), str(STEPS), ",".join(map(str, batches))], env=env,
+                                  capture_output=True, text=True, timeout=300)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            made[world] = root, firsts
+        return made[world]
+
+    return launched
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(("world", "batch", "tol"), [(2, 4, 1e-5), (3, 4, 1e-5), (2, 3, 1e-5), (3, 2, 3e-4)])
-def test_processes_under_torchrun_train_as_one_and_resume_with_another_world_size(tmp_path, world, batch, tol):
+@pytest.mark.parametrize(("world", "batch", "tol"), CASES)
+def test_processes_under_torchrun_train_as_one_and_resume_with_another_world_size(torchrun_runs, world, batch, tol):
     """`world` gloo processes under torchrun compute exactly the sharded updates (checked against the
     shards computed in one process, to 1e-6), which are the one-process updates to float rounding
     (`tol`: see above); a run one process started continues on `world`; rank 0 alone writes. The batch
     need not divide: 4 over 3 ranks is 2 + 1 + 1 rows, 3 over 2 is 2 + 1, and 2 over 3 leaves rank 2
-    without a row."""
-    steps, data = 6, tmp_path / "data"
-    cfg = build_config("mpnn", TASK, None, noisy_config(data, steps, batch))
-    half = build_config("mpnn", TASK, None, noisy_config(data, steps // 2, batch))
-    first = run(half, out=tmp_path / "many", name="resumed", show_progress=False)  # one process, half the budget
-    env = {**os.environ, "RELREASON_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([str(TORCHRUN), "--standalone", "--nproc-per-node", str(world), str(RUNS_SCRIPT),
-                           str(tmp_path / "many"), str(data), str(steps), str(batch)], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    fresh, resumed = tmp_path / "many" / "fresh", tmp_path / "many" / "resumed"
+    without a row. (One torchrun launch per world size trains its cases' batches one after another.)"""
+    steps = STEPS
+    root, firsts = torchrun_runs(world)
+    cfg = build_config("mpnn", TASK, None, noisy_config(root / "data", steps, batch))
+    first = firsts[batch]
+    fresh, resumed = root / f"b{batch}" / "fresh", root / f"b{batch}" / "resumed"
 
     for run_dir, world_at in ((fresh, lambda step: world), (resumed, lambda step: 1 if step < steps // 2 else world)):
         expected, losses = _sharded_training(cfg, steps, world_at)
@@ -293,6 +316,8 @@ def test_models_whose_graph_readout_a_task_leaves_unused_train_under_torchrun(tm
     sets = ["model.hidden=16", "train.batch_size=4", "train.train_examples=16", "train.eval_every_examples=8",
             "data.train_num=16", "data.train_size=5", "data.val_size=5", "data.test_size=6", "data.val_num=4",
             "data.test_num=4", "train.threads=1", f"data.data_dir={tmp_path / 'data'}"]
+    if model == "et":  # eager triangular products: each rank would compile the fused kernels, ~20 s on 2 cores
+        sets.append("processor.compiled_kernels=false")
     env = {**os.environ, "RELREASON_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
     cmd = [str(TORCHRUN), "--standalone", "--nproc-per-node", "2", "-m", "relreason", "train", model, "bellman_ford",
            "--recipe", "default", "--out", str(tmp_path / "runs"), "--name", "r"]
