@@ -23,14 +23,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def agree(device: torch.device, hidden: int) -> list[dict]:
+def agree(device: torch.device, hidden: int, names: list[str] | None = None) -> list[dict]:
     """Per processor: loss and gradients of one static training forward+backward on `device` vs CPU."""
     from relreason.data import generate
     from relreason.models.processors import PROCESSORS
 
     ds = generate("bellman_ford", num=4, size=8, seed=3)
     rows = []
-    for name in PROCESSORS.names():
+    for name in names or PROCESSORS.names():
         try:
             rows.append(_agree_one(name, ds, device, hidden))
         except Exception as exc:  # one processor's failure is its row's, the others still run
@@ -70,12 +70,12 @@ def _agree_one(name: str, ds, device: torch.device, hidden: int) -> dict:
             "ok": abs(float(la - lb)) <= 1e-3 * max(1.0, abs(float(la))) and vs_largest <= 1e-3}
 
 
-def agree_quick(device: torch.device) -> list[dict]:
+def agree_quick(device: torch.device, names: list[str] | None = None) -> list[dict]:
     """`agree` at width 8 with the eager kernels (the smoke test skips the ET's ~25 s kernel compilation)."""
     from relreason.models import kernels
 
     with kernels.enabled(False):
-        return agree(device, 8)
+        return agree(device, 8, names)
 
 
 def throughput(device: torch.device, model: str, recipe: str, batch: int | None, ks: list[int], steps: int,
@@ -337,6 +337,8 @@ def main() -> int:
     p.add_argument("--sections", default=None,
                    help="comma-separated sections to run (default: all): agreement, captured, end_to_end, eval_batch, "
                         "bf16, cuda_graph, throughput")
+    p.add_argument("--processors", default=None,
+                   help="comma-separated processors for the CUDA-vs-CPU agreement (default: every registered one)")
     p.add_argument("--protocols", default=None,
                    help="MODEL:RECIPE[:BATCH],... for captured and throughput (default: rt:rt:4,mpnn:clrs30 and "
                         "mpnn:default:32)")
@@ -356,6 +358,15 @@ def main() -> int:
               "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"}
     # the most telling first; each section's failure is recorded and the next one runs; the report is
     # rewritten after each, so a run stopped at its time limit still leaves what it measured
+    processors = args.processors.split(",") if args.processors else None
+    if processors:
+        from relreason.models.processors import PROCESSORS
+
+        unknown = [n for n in processors if n not in PROCESSORS.names()]
+        if unknown:
+            print(f"Error: unknown processor {', '.join(unknown)}\nHint: one of {', '.join(PROCESSORS.names())}",
+                  file=sys.stderr)
+            return 2
     if args.protocols:
         protocols = [(m, r, int(b[0]) if b else None) for m, r, *b in (x.split(":") for x in args.protocols.split(","))]
         captured, timed = protocols, protocols
@@ -363,7 +374,7 @@ def main() -> int:
         captured = [("rt", rt_recipe, None), ("mpnn", "default" if args.quick else "clrs30", None)]
         timed = [("rt", rt_recipe, 4), ("mpnn", "default", 32)]
     sections = [
-        ("agreement", lambda: agree_quick(device) if args.quick else agree(device, 32)),
+        ("agreement", lambda: agree_quick(device, processors) if args.quick else agree(device, 32, processors)),
         ("captured", lambda: [captured_training(device, m, r, args.steps * 2, args.data_dir, args.quick)
                               for m, r, _ in captured]),
         ("end_to_end", lambda: end_to_end(device, args.data_dir, Path(args.data_dir) / "runs", args.quick)),
