@@ -109,7 +109,7 @@ class TrainConfig:
     # rounding, a little more work on CPU (finished samples still compute); dense graphs only
     static_step: bool = False
     # CUDA graphs: the static step's forward and backward captured once per batch shape and replayed with
-    # one launch (relreason.train.graphs); the same numbers to float rounding. CUDA, one process, one graph
+    # one launch (relreason.train.cuda_graphs); the same numbers to float rounding. CUDA, one process, one graph
     # task, not seed groups; needs static_step
     cuda_graph: bool = False
     # fine-tuning: the checkpoint (a run directory -> its best/, a checkpoint or `export --hub` folder) whose

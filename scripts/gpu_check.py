@@ -198,7 +198,7 @@ def captured_training(device: torch.device, model: str, recipe: str, steps: int,
     import copy
 
     from relreason.config import build_config
-    from relreason.train.graphs import CapturedStep, captured_loss
+    from relreason.train.cuda_graphs import CapturedStep, captured_loss
     from relreason.train.loop import adam, clip_grad_norm
     from relreason.train.workloads import build_workload
 

@@ -46,7 +46,7 @@ class Noise:
     _stream: list = field(default_factory=list, compare=False, repr=False)
     whole_batch: bool = field(default=False, compare=False)  # rows are 0..size-1 (known without reading them)
     # the (site, *keys) of each `at` from the batch's noise to this stream, and the Tape that records or
-    # serves the step's draws when the step is captured as a CUDA graph (relreason.train.graphs); () and None
+    # serves the step's draws when the step is captured as a CUDA graph (relreason.train.cuda_graphs); () and None
     # otherwise
     path: tuple = field(default=(), compare=False, repr=False)
     tape: "Tape | None" = field(default=None, compare=False, repr=False)
@@ -62,7 +62,7 @@ class Noise:
                      path=self.path + ((int(site), *map(int, keys)),), tape=self.tape)
 
     def taped(self, tape: "Tape") -> "Noise":
-        """This batch's noise with its draws going through `tape` (relreason.train.graphs)."""
+        """This batch's noise with its draws going through `tape` (relreason.train.cuda_graphs)."""
         return Noise(self.seed, self.rows, self.size, whole_batch=self.whole_batch, tape=tape)
 
     def select(self, index: torch.Tensor | None) -> "Noise":
@@ -92,7 +92,7 @@ class Noise:
 
 
 class Tape:
-    """The noise draws of one captured step (relreason.train.graphs). A CUDA graph replays kernels, not
+    """The noise draws of one captured step (relreason.train.cuda_graphs). A CUDA graph replays kernels, not
     Python: the draws (made on the CPU from per-step seeds) cannot happen inside it. So the step runs once
     *recording* (each draw is made as usual, and its path from the batch's noise, stream and shape are
     noted; the values, on the device, become the step's fixed buffers), then *serving* (each draw returns

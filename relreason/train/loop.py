@@ -468,8 +468,8 @@ class _Session:
         return False
 
     def captured_step(self, replay: str = "cuda"):
-        """The step as CUDA graphs (train.cuda_graph; relreason.train.graphs), refused where it cannot be."""
-        from relreason.train.graphs import CapturedStep, captured_loss, check_capturable
+        """The step as CUDA graphs (train.cuda_graph; relreason.train.cuda_graphs), refused where it cannot be."""
+        from relreason.train.cuda_graphs import CapturedStep, captured_loss, check_capturable
 
         if replay == "cuda":
             check_capturable(self.cfg, self.dd.device, self.dd.world, self.wl)

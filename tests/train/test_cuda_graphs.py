@@ -1,4 +1,4 @@
-"""CUDA-graph capture of the training step (`train.cuda_graph`, relreason.train.graphs): the noise tape
+"""CUDA-graph capture of the training step (`train.cuda_graph`, relreason.train.cuda_graphs): the noise tape
 serves every draw the uncaptured step makes, a run whose step goes through the capture's staging trains
 the uncaptured run's weights exactly (on the CPU, with the recorded step re-run in place of a graph
 replay), and what cannot be captured is refused in one line. The replay itself runs on CUDA only:
@@ -106,7 +106,7 @@ def test_what_cannot_be_captured_is_refused_in_one_line(tmp_path, sets, expect):
 def test_a_processor_dropout_is_refused_before_the_device_is_looked_at():
     """ET's processor.dropout draws from torch's global generator: captured, it would not be the same run."""
     from relreason.errors import RelreasonError
-    from relreason.train.graphs import check_capturable
+    from relreason.train.cuda_graphs import check_capturable
 
     cfg = build_config("et", "bellman_ford", None, ["processor.dropout=0.1", "train.static_step=true",
                                                     "train.cuda_graph=true"])
