@@ -30,6 +30,14 @@ def command_line() -> str:
     return "relreason " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
+def canonical_model_name(name: str) -> str:
+    """The model argument as registered (relreason.models.catalog.canonical_model): `train gforgetnet` trains
+    g_forgetnet, and its run, config and records name g_forgetnet."""
+    from relreason.models.catalog import canonical_model
+
+    return canonical_model(name)
+
+
 def overrides_of(sets: list[str] | None, seed: int | None, device: str | None, graph: str | None = None,
                  init: Path | None = None) -> list[str]:
     """`--set` items plus the shortcut options, as --set items (one path for every override)."""
@@ -90,7 +98,9 @@ def quiet_on_workers(fn):
 @report_errors
 @quiet_on_workers
 def train_cmd(
-    model: Annotated[str, typer.Argument(help="Model name, see `relreason list models`.", show_default=False)],
+    model: Annotated[str, typer.Argument(help="Model name, see `relreason list models` (case, '-' and '_' may "
+                                         "differ: gforgetnet is g_forgetnet).", show_default=False,
+                                         callback=canonical_model_name)],
     task: Annotated[str, typer.Argument(help="Task, task group or comma list (multi-task), see `relreason list tasks`.",
                                         show_default=False)],
     recipe: RecipeOpt = None,

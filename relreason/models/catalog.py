@@ -11,6 +11,7 @@ NAME ...` needs no family flag. Each entry holds its model's facts (relreason.mo
 beside the model's class; everything here is read from them:
 
     family, entry = find_model("rt")          # ("nar", ProcessorEntry)
+    canonical_model("G-ForgetNet")            # "g_forgetnet": how a user may spell a registered name
     paper_recipe("rt", "lobster")             # "lobster_rt"
 """
 
@@ -40,6 +41,21 @@ def find_model(name: str) -> tuple[Family, ModelEntry]:
     close = difflib.get_close_matches(name, model_names(), n=3, cutoff=0.5)
     hint = ("did you mean " + " or ".join(repr(c) for c in close) + "? " if close else "") + "see `relreason list models`"
     raise RelreasonError(f"unknown model {name!r}", hint)
+
+
+def _spelling(name: str) -> str:
+    return name.lower().replace("-", "").replace("_", "")
+
+
+def canonical_model(name: str) -> str:
+    """The registered name that `name` spells: itself when registered, else the one model whose name equals it
+    up to case, '-' and '_' (`gforgetnet`, `G-ForgetNet` -> `g_forgetnet`; `triplet-gmpnn` -> `triplet_gmpnn`).
+    A name that spells none, or more than one, comes back as given, for find_model's did-you-mean error."""
+    names = model_names()
+    if name in names:
+        return name
+    same = [n for n in names if _spelling(n) == _spelling(name)]
+    return same[0] if len(same) == 1 else name
 
 
 def model_names() -> list[str]:

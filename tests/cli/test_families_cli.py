@@ -117,3 +117,11 @@ def test_list_graphs_names_every_family_and_its_parameters():
     assert [r["name"] for r in rows] == ["clrs", "er", "ws", "delaunay", "ba", "sbm", "grid", "tree"]
     ws = next(r for r in rows if r["name"] == "ws")
     assert ws["parameters"]["k"]["default"] == "4|6|8" and "SALSA-CLRS" in ws["parameters"]["p"]["meaning"]
+
+
+@pytest.mark.parametrize("spelled", ["gforgetnet", "G-ForgetNet", "g_forgetnet"])
+def test_train_takes_a_model_name_spelled_with_other_case_dashes_and_underscores(spelled):
+    """`relreason train gforgetnet bellman_ford` (issue 31's spelling) trains the registered g_forgetnet: its
+    config, and so its run directory and records, name g_forgetnet."""
+    out = ok(invoke("train", spelled, "bellman_ford", "--print-config"))
+    assert out.startswith("model_name: g_forgetnet\n") and "recipe: g_forgetnet\n" in out

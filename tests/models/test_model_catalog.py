@@ -11,7 +11,8 @@ import pytest
 from torch import nn
 
 from relreason.config import RECIPES, paper_recipe
-from relreason.models.catalog import Family, find_model, model_names, model_origin, model_rows
+from relreason.errors import RelreasonError
+from relreason.models.catalog import Family, canonical_model, find_model, model_names, model_origin, model_rows
 from relreason.models.entry import DEFAULT_RECIPE
 from relreason.plugins import BUILT_IN
 from relreason.tasks import TASKS
@@ -60,3 +61,16 @@ def test_list_models_reads_the_entries():
         assert row == {"name": entry.name, "family": family.value, "paper_recipe": entry.paper_recipe(home),
                        "description": f"{entry.description} ({entry.paper})", "paper": entry.paper,
                        "origin": "built-in"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_model_may_be_spelled_with_other_case_dashes_and_underscores(name):
+    spelled = name.upper().replace("_", "-")
+    assert canonical_model(spelled) == name and canonical_model(name.replace("_", "")) == name
+    assert canonical_model(name) == name
+
+
+def test_a_spelling_of_no_model_is_given_back_for_the_did_you_mean_error():
+    assert canonical_model("gforgetnetx") == "gforgetnetx"
+    with pytest.raises(RelreasonError, match="did you mean 'g_forgetnet'"):
+        find_model(canonical_model("gforgetnetx"))
