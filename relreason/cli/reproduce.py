@@ -81,6 +81,9 @@ def reproduce_cmd(
         if table is None and (tasks is not None or seeds is not None):
             raise RelreasonError("--list takes --tasks and --seeds with a table name",
                                  "e.g. relreason reproduce rt-table19 --tasks core8 --seeds 3 --list")
+        if models is not None:  # the listing costs every column: never a subset's cost under the table's name
+            raise RelreasonError("--list costs a table's every column and does not take --models",
+                                 "leave --models out: relreason reproduce TABLE --tasks ... --seeds N --list")
         rows, machines = table_costs(costs, table, tasks, seeds)
         _print_list(rows, machines, as_json)
         return

@@ -40,6 +40,9 @@ def test_list_shows_every_table_with_its_cells_and_measured_cost(tmp_path):
     assert rows["rt-table19"]["at paper seeds (predicted)"] == "- (deep sets not measured)"
     missing = runner.invoke(app, ["reproduce", "--list", "--costs", str(tmp_path / "nowhere.json")])
     assert missing.exit_code == 1 and "does not exist" in missing.output
+    # --list costs every column: a --models it would not honour is refused, never ignored
+    subset = runner.invoke(app, ["reproduce", "new-processors", "--models", "rnar", "--list", "--costs", str(costs)])
+    assert subset.exit_code == 1 and "does not take --models" in subset.output
 
 
 def test_list_shows_the_shipped_costs_from_any_directory(tmp_path):
