@@ -31,6 +31,7 @@ from relreason.runtime import source_digest
 from relreason.rundir import (CELL_RUN, RunDir, RunResults, read_object, read_run_record, read_trainer_state,
                               seed_of_dir)
 from relreason.studies.cells import result_identity
+from relreason.studies.plan import PLAN_COLUMNS, PLAN_FILE, plan_status, read_plan
 from relreason.studies.report import study_table
 from relreason.studies.variants import Study
 
@@ -505,6 +506,15 @@ def report_sections(results: Path, margin: float | None = None, tables: list[str
         sections.append(Section("progress", "progress", "In progress", [
             Block("Cells started but not finished (resumed by the same `relreason reproduce` command): how far each "
                   "got."), Block(rows=rows, columns=PROGRESS_COLUMNS)]))
+    plan = Path(results) / PLAN_FILE
+    if tables is None and plan.is_file():
+        sections.append(Section("plan", "plan", "Planned: the results lanes", [
+            Block(f"What `scripts/reproduce_results.sh` trains, read from `{plan.name}` beside the result files: each "
+                  "lane runs its lines one after another, the lanes side by side (one torch thread each). A finished "
+                  "cell is committed under `cells/` and never trained again; a cell in progress resumes from its last "
+                  "checkpoint (a session's unfinished cells are parked under `parked/` and restored first). Each "
+                  "command resumes its own line; `bash scripts/reproduce_results.sh` resumes them all."),
+            Block(rows=plan_status(read_plan(plan), results), columns=PLAN_COLUMNS)]))
     if not sections:
         sections.append(Section("empty", "empty", None, [
             Block("No results yet: run `relreason reproduce TABLE`, then `relreason results`.")]))

@@ -25,6 +25,16 @@ def _finish(cell, score: float, seconds: float = 3600.0, threads: int = 1) -> No
         command=f"relreason reproduce ibarz2022 --tasks {cell.task}"))
 
 
+def _start(cell) -> None:
+    """An unfinished cell as `train` leaves it: a last checkpoint at 96,000 examples and the run's config."""
+    (cell.run_dir / "last").mkdir(parents=True)
+    (cell.run_dir / "last" / "trainer_state.json").write_text(json.dumps(
+        {"step": 3000, "examples": 96000, "best_val": 0.5, "best_examples": 64000, "seconds": 1800.0,
+         "hardware": ["Test CPU"]}))
+    (cell.run_dir / "config.json").write_text(json.dumps({"relreason": "0.1.0", "config": cell.config.to_dict(),
+                                                          "command": "c"}))
+
+
 def test_results_md_shows_ours_beside_the_paper_with_hardware_time_and_progress(tmp_path):
     study = TABLES.get("ibarz2022")
     for cell, score in zip(plan_cells(study, ["bellman_ford"], 3, None, tmp_path / "rep", []), (0.97, 0.975, 0.98)):
@@ -32,12 +42,7 @@ def test_results_md_shows_ours_beside_the_paper_with_hardware_time_and_progress(
     (quick,) = plan_cells(study, ["bfs"], 1, "quick", tmp_path / "rep", [])
     _finish(quick, 0.5, seconds=120)
     (partial,) = plan_cells(study, ["dfs"], 1, None, tmp_path / "rep", [])
-    (partial.run_dir / "last").mkdir(parents=True)
-    (partial.run_dir / "last" / "trainer_state.json").write_text(json.dumps(
-        {"step": 3000, "examples": 96000, "best_val": 0.5, "best_examples": 64000, "seconds": 1800.0,
-         "hardware": ["Test CPU"]}))
-    (partial.run_dir / "config.json").write_text(json.dumps({"relreason": "0.1.0", "config": partial.config.to_dict(),
-                                                             "command": "c"}))
+    _start(partial)
 
     written = collect_results(tmp_path / "rep", tmp_path / "results")
     assert len(written) == 5 and (tmp_path / "results" / "cells" / "triplet_gmpnn" / "triplet_gmpnn" / "bellman_ford"

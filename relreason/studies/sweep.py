@@ -208,7 +208,7 @@ def run_table(table: str, tasks: str | None, seeds: int, recipe: str | None = No
     study = TABLES.get(table)
     margin = check_margin(margin) if margin is not None else None
     _not_under_torchrun("reproduce")
-    model_list = _model_list(models)
+    model_list = parse_models(models)
     launch = launch_for(launcher, slurm, wait, Path(out) / "jobs" / table, jobs, shard, cli_command())
     result = run_study(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, recipe, out, sets,
                        log=log, rerun_stale=rerun_stale, jobs=jobs,
@@ -221,7 +221,8 @@ def run_table(table: str, tasks: str | None, seeds: int, recipe: str | None = No
     return Sweep(study, result, base, write_tables(result, base))
 
 
-def _model_list(models: str | None) -> list[str] | None:
+def parse_models(models: str | None) -> list[str] | None:
+    """`--models "rt, mpnn"` -> ["rt", "mpnn"] (None: every column); a list naming nothing is an error."""
     model_list = [m.strip() for m in models.split(",") if m.strip()] if models is not None else None
     if model_list is not None and not model_list:
         raise RelreasonError(f"--models {models!r} names no model", "e.g. --models rt,mpnn")
@@ -234,7 +235,7 @@ def sweep_status(kind: str, name: str, tasks: str | None, seeds: int, recipe: st
     cell's status (relreason.studies.launch.cell_status: done, running with its job, partial, missing, stale)."""
     study = TABLES.get(name) if kind == "table" else ABLATIONS.get(name)
     cells = plan_cells(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, recipe, out, sets,
-                       _model_list(models))
+                       parse_models(models))
     return [cell_status(c) for c in cells]
 
 
