@@ -43,6 +43,8 @@ def test_a_plan_line_reads_its_lanes_table_and_options():
     ("1 2: clrs30 --seeds 3", "is not a plan line"),
     ("1:", "is not a plan line"),
     ("1: nosuchtable --seeds 3", "unknown table 'nosuchtable'"),
+    ("1: clrs30 --tasks nosuchtask --seeds 3", "unknown task 'nosuchtask'"),
+    ("1: clrs30 --models rt --seeds 3", "--models rt: not a column of clrs30"),
     ("1: clrs30 --tasks bfs", "--seeds must be given"),
     ("1: clrs30 --seeds 0", "--seeds must be given"),
     ("1: clrs30 --seeds 3 --jobs 2", "'--jobs' is not an option of a plan line"),

@@ -84,6 +84,14 @@ def config_differences(a: dict, b: dict) -> list[str]:
     return out
 
 
+def check_models(study: Study, models: list[str]) -> None:
+    """`--models`: every name must be the model of one of the study's columns."""
+    unknown = [m for m in models if m not in {v.model for v in study.variants}]
+    if unknown:
+        raise RelreasonError(f"--models {','.join(unknown)}: not a column of {study.name}",
+                             f"its models: {', '.join(dict.fromkeys(v.model for v in study.variants))}")
+
+
 def plan_cells(study: Study, tasks: list[str], seeds: int, recipe: str | None = None, out: Path = Path("ablations"),
                sets: list[str] | None = None, models: list[str] | None = None) -> list[Cell]:
     """Every cell's resolved config, built before anything trains (a bad key fails at once).
@@ -94,11 +102,7 @@ def plan_cells(study: Study, tasks: list[str], seeds: int, recipe: str | None = 
         raise RelreasonError(f"--seeds {seeds} must be at least 1", "e.g. --seeds 3")
     variants = list(study.variants)
     if models is not None:
-        known = {v.model for v in variants}
-        unknown = [m for m in models if m not in known]
-        if unknown:
-            raise RelreasonError(f"--models {','.join(unknown)}: not a column of {study.name}",
-                                 f"its models: {', '.join(dict.fromkeys(v.model for v in variants))}")
+        check_models(study, models)
         variants = [v for v in variants if v.model in models]
     user = parse_overrides(list(sets or []))
     clash = sorted((keys_of(user) | ({"train.seed"} if "seed" in user.get("train", {}) else set())) &

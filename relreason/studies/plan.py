@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from relreason.errors import RelreasonError
-from relreason.studies.cells import committed_result, plan_cells, result_identity
+from relreason.studies.cells import check_models, committed_result, plan_cells, result_identity
 from relreason.studies.sweep import parse_models
 from relreason.studies.tables import TABLES
 from relreason.tasks import expand_tasks
@@ -59,10 +59,6 @@ def parse_plan_line(text: str, where: str) -> PlanLine:
     if not sep or not all(x.isalnum() for x in lanes) or not words:
         raise RelreasonError(f"{where}: {text.strip()!r} is not a plan line", want)
     table, values = words[0], {}
-    try:
-        TABLES.get(table)
-    except RelreasonError as e:
-        raise RelreasonError(f"{where}: {e.message}", e.hint) from None
     rest_words = words[1:]
     if len(rest_words) % 2:
         raise RelreasonError(f"{where}: {rest_words[-1]!r} has no value", want)
@@ -73,7 +69,14 @@ def parse_plan_line(text: str, where: str) -> PlanLine:
     seeds = values.get("seeds")
     if seeds is None or not seeds.isdigit() or int(seeds) < 1:
         raise RelreasonError(f"{where}: --seeds must be given as a whole number >= 1 (got {seeds!r})", want)
-    return PlanLine(lanes, table, values.get("models"), values.get("tasks"), int(seeds), " ".join(words))
+    line = PlanLine(lanes, table, values.get("models"), values.get("tasks"), int(seeds), " ".join(words))
+    try:  # the table, its tasks and its columns, named as `reproduce` would take them
+        study = TABLES.get(table)
+        expand_tasks(line.tasks if line.tasks is not None else study.tasks)
+        check_models(study, parse_models(line.models) or [])
+    except RelreasonError as e:
+        raise RelreasonError(f"{where}: {e.message}", e.hint) from None
+    return line
 
 
 def read_plan(path: Path) -> list[PlanLine]:
