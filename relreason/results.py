@@ -14,8 +14,9 @@ last checkpoint, evaluated once by `relreason results` on the same test split. `
 those files: for every published table (relreason.studies.tables) that has results, the table as
 `relreason reproduce` prints it (ours as mean ± sample std with seed counts, the published figure, the
 difference with Welch's 95% interval and the verdict against the table's equivalence margin, cells that
-are not the paper's protocol marked so), then each cell's command, hardware and wall time, and the
-cells still in progress with how far they got.
+are not the paper's protocol marked so), then each cell's command, hardware and wall time, the
+cells still in progress with how far they got, and, where `results/plan.txt` exists, how far each of its
+planned `reproduce` commands got (relreason.studies.plan).
 """
 
 from __future__ import annotations
