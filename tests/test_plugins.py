@@ -485,11 +485,11 @@ def test_the_guide_builds_a_working_plugin(tmp_path, monkeypatch):
     assert json.loads(succeeds(res))["examples"] == 8
     assert all("my-plugin 0.1.0 (entry point relreason.algorithms" in line for line in warnings(res.stderr))
     assert len(warnings(res.stderr)) == (0 if NEW_ALGORITHM_API else 1)
-    # the guide's algorithm trains too, and the README declares it exactly as the guide does
+    # the guide's algorithm trains too, and docs/dataset-format.md declares it exactly as the guide does
     res = relreason("train", "mpnn", "running_max", "--recipe", "quick", *tiny_sets(tmp_path / "data"),
                     "--out", tmp_path / "runs", "--json")
     assert json.loads(succeeds(res))["examples"] == 8 and not warnings(res.stderr)
-    readme = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    readme = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "dataset-format.md").read_text(), re.S)
     declared = next(code for code in readme if '@register("running_max"' in code).strip().splitlines()
     guide = next(code for lang, code in blocks if '@register("running_max"' in code)
     assert declared == guide[guide.index('@register("running_max"'):].splitlines()[:3]  # decorator and signature

@@ -23,7 +23,7 @@ from relreason.errors import RelreasonError
 def graph_help(what: str) -> str:
     """The help of a `--graph` option: the families `--graph` accepts."""
     return (f"{what}: {', '.join(family_names())} (clrs: the benchmark's sampler), with parameters, "
-            f"e.g. ws:k=4,p=0.1 (README: Graph families).")
+            f"e.g. ws:k=4,p=0.1 (docs/ood.md: Graph families).")
 
 
 def one_graph(text: str) -> str:

@@ -15,7 +15,7 @@ from relreason.rundir import read_results as read_results_file
 FORMATS = ("md", "csv", "json", "latex")
 HUB_CARD = "README.md"  # the Hub reads a model repository's card, and its YAML metadata, from README.md
 HUB_TAGS = ("neural-algorithmic-reasoning", "clrs")  # every relreason model; the model and its tasks are added
-LOADING_GUIDE = "relreason's README, \"Loading exported weights without the CLI\""
+LOADING_GUIDE = "relreason's docs/export.md, \"Loading exported weights without the CLI\""
 
 
 def read_results(run_dir: Path) -> RunResults:

@@ -77,12 +77,12 @@ def test_a_hub_folder_scores_what_its_run_stored_and_fine_tunes(tmp_path, capsys
     assert cli.exit_code == 0, cli.output
     assert stored["test"]["score"] > 0
     assert_same_scores(json.loads(cli.stdout), stored["test"])
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "export.md").read_text()
     guide = re.search(r"<!-- loading-guide[^>]*-->\n```python\n(.*?)```", readme, re.S).group(1)
     guide, n = re.subn(r'^folder = "[^"]*"', f"folder = {str(hub)!r}", guide, flags=re.M)
     assert n == 1
     scope: dict = {}
-    exec(compile(guide, "README.md loading guide", "exec"), scope)
+    exec(compile(guide, "docs/export.md loading guide", "exec"), scope)
     assert_same_scores(scope["scores"], stored["test"])
     assert "mpnn on bellman_ford: " in capsys.readouterr().out
     # fine-tuning: the new run's first validation (before any step) scores the exported weights
