@@ -637,16 +637,18 @@ def config_yaml(cfg: Config, sources: bool = False) -> str:
 
 
 def field_comments(cls: type) -> dict[str, str]:
-    """The `# reason` comment written beside each field's default in a config dataclass."""
+    """The `# reason` comment written beside each field's default in a config dataclass or the dataclass it
+    extends (a subclass's own comment wins)."""
     import inspect
 
-    try:
-        source = inspect.getsource(cls)
-    except (OSError, TypeError):
-        return {}
     out = {}
-    for line in source.splitlines():
-        m = re.match(r"^\s+(\w+)\s*:[^=#]+=[^#]*#\s?(.*)$", line)
-        if m:
-            out[m.group(1)] = m.group(2).strip()
+    for klass in reversed(cls.__mro__[:-1]):  # base classes first, `object` left out
+        try:
+            source = inspect.getsource(klass)
+        except (OSError, TypeError):
+            continue
+        for line in source.splitlines():
+            m = re.match(r"^\s+(\w+)\s*:[^=#]+=[^#]*#\s?(.*)$", line)
+            if m:
+                out[m.group(1)] = m.group(2).strip()
     return out

@@ -202,6 +202,29 @@ def test_rt_untuned_recipe_is_the_clrs30_hyperparameters_at_both_table_9_sizes(m
     assert other.data.train_num == 10_000 and values(other, CLRS30) == {**CLRS30, "data.train_num": 10_000}
 
 
+# The maximum of PGN, PGN-masked and Deep Sets per protocol: the CLRS-30 release multiplied messages by the adjacency
+# (clrs eddd94e processors.py L362); the RT authors' fork (Basic_MPNN_jax.py L79-81), clrs v2 and rt_table2's
+# inherited rt protocol mask non-neighbours out.
+REDUCTIONS = {"clrs30": "adjacency_product_max", "rt_untuned": "masked_max", "rt_table2": "masked_max",
+              "default": "masked_max"}
+
+
+@pytest.mark.parametrize("recipe", list(REDUCTIONS))
+@pytest.mark.parametrize("model", ["deepsets", "pgn", "pgn_masked"])
+def test_each_protocol_takes_its_codes_maximum_over_senders(model, recipe):
+    assert build_config(model, "bellman_ford", recipe).processor.reduction.value == REDUCTIONS[recipe]
+
+
+def test_a_pgn_cell_stored_before_the_reduction_existed_is_another_configuration_than_clrs30s():
+    """A stored config without processor.reduction ran the masked maximum: it resolves so, and so differs from
+    the clrs30 protocol's PGN (the committed cell is reported as made under another configuration)."""
+    from relreason.studies.cells import config_differences, result_identity
+
+    now = build_config("pgn", "bellman_ford", "clrs30").to_dict()
+    old = {**now, "processor": {k: v for k, v in now["processor"].items() if k != "reduction"}}
+    assert config_differences(result_identity(old), result_identity(now)) == ["processor.reduction"]
+
+
 @pytest.mark.parametrize("model, recipe", [("mpnn", "default"), ("pgn_masked", "default"), ("deepsets", "deepsets"),
                                            ("pgn", "pgn"), ("gat", "gat"), ("gatv2", "gatv2")])
 def test_the_v2_default_recipes_are_the_clrs_v2_defaults(model, recipe):

@@ -67,8 +67,7 @@ for _table, _ablation in (("rt-table13", "no-edges"), ("rt-table14", "single-lay
 TABLES.register("clrs30", Study(
     "clrs30", "CLRS-30 paper baselines (Veličković et al. 2022) on the 30 algorithms, as Ibarz et al. quote them",
     (Variant("mpnn", "mpnn", recipe="clrs30"),
-     Variant("pgn", "pgn", recipe="clrs30", caveat="the CLRS-30 release's PGN took the max over messages multiplied "
-             "by the adjacency (non-neighbours counted as 0); ours masks them (recipes/clrs30.yaml)")),
+     Variant("pgn", "pgn", recipe="clrs30")),  # the release's adjacency-product maximum (recipes/clrs30.yaml)
     tasks="clrs30", source=f"Veličković et al. 2022, quoted in {IBARZ}",
     not_comparable={t: "the CLRS-30 paper's v1.0.0 data differ for this task (recipes/clrs30.yaml)"
                     for t in ("naive_string_matcher", "kmp_matcher", "quickselect")},

@@ -7,7 +7,10 @@ width H; only Triplet-GMPNN also returns an edge state (its triplet messages, re
 decoders and not fed back: `carry_edge = False`).
 
 Deep Sets, PGN, PGN-masked and Triplet-GMPNN are the MPNN of `mpnn.py` (its message code, reused)
-with a different neighbourhood, decoder masking, or triplets and a gate. GAT/GATv2 attend, for
+with a different neighbourhood, decoder masking, or triplets and a gate. PGN, PGN-masked and Deep Sets
+take their maximum over the neighbours (`processor.reduction: masked_max`, the reference since 2022-05) or
+as the CLRS-30 release did, over every real sender with each non-neighbour's message counted as 0
+(`adjacency_product_max`, the `clrs30` recipe's). GAT/GATv2 attend, for
 node i, over the j with adj[i, j] (softmax over the second node axis), as the reference does.
 
 Every processor here accepts the factored edge input (`EdgeInput`, `factored_edges = True`):
@@ -22,6 +25,7 @@ the i adjacent to both j and k (the wedges of the edge list; i = j always is one
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass, replace
 
@@ -30,6 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from relreason.errors import RelreasonError
+from relreason.models.config import coerce_enums
 from relreason.models.encoders import EdgeInput, linear
 from relreason.models.kernels import plain
 from relreason.models.precision import float32_apply
@@ -170,13 +175,77 @@ class TripletMessages(nn.Module):
         return F.relu(self.out(tri))  # (E, H)
 
 
-@register_processor("deepsets", MPNNConfig, "Deep Sets: MPNN with self-loops only", paper="Zaheer et al. 2017",
-                    recipes={"clrs": "deepsets"})
-class DeepSets(MPNN):
-    """The reference's DeepSets: the MPNN with the adjacency replaced by the identity."""
+class Reduction(str, enum.Enum):
+    """How PGN and Deep Sets take the maximum over a receiver's senders (`processor.reduction`)."""
+
+    # the max over the adjacency's senders only: the reference since clrs e3d33d7 (2022-05-25), which puts
+    # -1e6 where adj is 0 (v2.0.3 processors.py L475-479), and the RT authors' fork (Basic_MPNN_jax.py L79-81)
+    MASKED_MAX = "masked_max"
+    # max_i adj_ij * m_ij over every real sender i: a non-neighbour counts as a message of 0, so the maximum is
+    # at least 0 wherever a receiver has one. The CLRS-30 release's code, `self.reduction(msgs * adj, axis=1)`
+    # (clrs eddd94e processors.py L362; from 3ec2655, 2022-02-18, on unrectified messages: see recipes/clrs30.yaml)
+    ADJACENCY_PRODUCT_MAX = "adjacency_product_max"
+
+
+@dataclass
+class PGNConfig(MPNNConfig):
+    """PGN's options (and Deep Sets', a PGN on self-loops): the MPNN's plus how the maximum treats non-neighbours."""
+
+    reduction: Reduction = Reduction.MASKED_MAX  # clrs 2.0.x: non-neighbours masked out (recipes/clrs30.yaml: the release's)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        coerce_enums(self, "processor", {"reduction": Reduction})
+
+
+def with_zero_messages(agg: torch.Tensor, outside: torch.Tensor) -> torch.Tensor:
+    """The adjacency-product maximum from the masked one: where a receiver has a real sender outside its adjacency
+    (`outside` (B, N) True), that sender's message counts as 0, so the maximum is max(agg, 0). agg (B, N, H)."""
+    return torch.where(outside[..., None], agg.clamp(min=0.0), agg)
+
+
+@register_processor("pgn", PGNConfig, "Pointer Graph Network: MPNN restricted to the adjacency",
+                    paper="Veličković et al. 2020", recipes={"clrs": "pgn"})
+class PGN(MPNN):
+    """The MPNN aggregating over the adjacency only, its maximum masked or the release's adjacency product
+    (`Reduction`; the sparse form computes either exactly)."""
 
     restrict_to_adj = True
     sparse_form = SparseForm.EXACT
+
+    def __init__(self, cfg: PGNConfig, hidden: int, z_dim: int | None = None):
+        super().__init__(cfg, hidden, z_dim)
+        self.reduction = cfg.reduction
+
+    def aggregate(self, z, edge_in, graph_in, adj, node_mask, m12=None) -> torch.Tensor:
+        agg = super().aggregate(z, edge_in, graph_in, adj, node_mask, m12)  # (B, N, H): the masked maximum
+        if self.reduction is Reduction.MASKED_MAX:
+            return agg
+        return with_zero_messages(agg, (node_mask[:, :, None] & ~adj).any(1))  # a real sender i with adj[i, j] False
+
+    def aggregate_sparse(self, edge_in, graph_in, graph: SparseGraph, m12) -> torch.Tensor:
+        agg = super().aggregate_sparse(edge_in, graph_in, graph, m12)  # (B, N, H)
+        if self.reduction is Reduction.MASKED_MAX:
+            return agg
+        # every real node, and no padded one, has its self-loop entry: so a receiver with fewer entries than its
+        # graph has real nodes has a real sender outside its adjacency
+        ones = torch.ones_like(graph.col, dtype=agg.dtype)
+        senders = segment_sum(ones, graph.col, graph.nodes)  # (B * N,)
+        real = segment_sum((graph.row == graph.col).to(agg.dtype), graph.entry_graph, graph.size)  # (B,)
+        return with_zero_messages(agg, (senders < real[graph.node_graph]).view(agg.shape[:2]))
+
+
+@register_processor("pgn_masked", PGNConfig, "PGN whose decoders only point along the adjacency",
+                    paper="Veličković et al. 2020")
+class PGNMasked(PGN):
+    inf_bias = True  # node pointers outside the adjacency get the lowest logit (reference PGNMask)
+    inf_bias_edge = True  # and so do edge pointers
+
+
+@register_processor("deepsets", PGNConfig, "Deep Sets: MPNN with self-loops only", paper="Zaheer et al. 2017",
+                    recipes={"clrs": "deepsets"})
+class DeepSets(PGN):
+    """The reference's DeepSets: its PGN with the adjacency replaced by the identity."""
 
     def forward(self, node_in, edge_in, graph_in, state: State, adj, node_mask) -> State:
         b, n, _ = node_in.shape
@@ -188,20 +257,6 @@ class DeepSets(MPNN):
         loops, keep = graph.loops()  # the self-loops: Deep Sets' message graph
         own = EdgeInput(edge_in.raw[keep], edge_in.weight, edge_in.bias)
         return super().forward_sparse(node_in, own, graph_in, state, loops, node_mask)
-
-
-@register_processor("pgn", MPNNConfig, "Pointer Graph Network: MPNN restricted to the adjacency",
-                    paper="Veličković et al. 2020", recipes={"clrs": "pgn"})
-class PGN(MPNN):
-    restrict_to_adj = True
-    sparse_form = SparseForm.EXACT
-
-
-@register_processor("pgn_masked", MPNNConfig, "PGN whose decoders only point along the adjacency",
-                    paper="Veličković et al. 2020")
-class PGNMasked(PGN):
-    inf_bias = True  # node pointers outside the adjacency get the lowest logit (reference PGNMask)
-    inf_bias_edge = True  # and so do edge pointers
 
 
 @dataclass

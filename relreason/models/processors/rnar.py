@@ -8,6 +8,8 @@ z(j)_{t-1}), §2):
     m_ij           = the MPNN message from sender i to receiver j (relreason.models.processors.mpnn)
     (a, c)_{j,0}   = (0, 0)
     gates          = Wx m_ij + Wa a_{j,i-1} + b   ->  in, forget, cell, out  (sigmoid, sigmoid, tanh, sigmoid)
+                     (`forget_bias` added to the forget gate's pre-activation: 0 as PyTorch's nn.LSTM, 1 as
+                     Haiku's hk.LSTM, haiku/_src/recurrent.py `f = jax.nn.sigmoid(f + 1)`)
     c_{j,i}        = forget * c_{j,i-1} + in * cell;   a_{j,i} = out * tanh(c_{j,i})
     agg_j          = a_{j,N-1}   (a sender that may not send, a padded node, leaves (a, c) unchanged)
 
@@ -38,13 +40,16 @@ from relreason.models.sparse import SparseForm, SparseGraph
 class RNARConfig(TripletGMPNNConfig):
     """RNAR's options: Triplet-GMPNN's (its base here, see recipes/rnar.yaml); the LSTM is as wide as the messages."""
 
+    forget_bias: float = 0.0  # on the forget gate's pre-activation: PyTorch nn.LSTM's 0 (hk.LSTM: 1; authors' unknown)
+
 
 class LSTMAggregator(nn.Module):
     """The LSTM that folds each receiver's messages, in sender order, into one vector (module docstring)."""
 
-    def __init__(self, hidden: int):
+    def __init__(self, hidden: int, forget_bias: float):
         super().__init__()
         self.hidden = hidden
+        self.forget_bias = forget_bias  # a constant on the forget gate's pre-activation (RNARConfig.forget_bias)
         self.inputs = linear(hidden, 4 * hidden)  # Wx (with the bias b): in | forget | cell | out
         self.recurrent = linear(hidden, 4 * hidden, bias=False)  # Wa
 
@@ -57,7 +62,7 @@ class LSTMAggregator(nn.Module):
         for i in range(n):
             gates = pre[:, i] + self.recurrent(out)  # (B, J, 4H)
             g_in, g_forget, g_cell, g_out = gates.split(h, dim=-1)
-            new_cell = torch.sigmoid(g_forget) * cell + torch.sigmoid(g_in) * torch.tanh(g_cell)
+            new_cell = torch.sigmoid(g_forget + self.forget_bias) * cell + torch.sigmoid(g_in) * torch.tanh(g_cell)
             new_out = torch.sigmoid(g_out) * torch.tanh(new_cell)
             sends = senders[:, i, None, None]  # (B, 1, 1)
             cell = torch.where(sends, new_cell, cell)
@@ -75,7 +80,7 @@ class RNAR(TripletGMPNN):
 
     def __init__(self, cfg: RNARConfig, hidden: int):
         super().__init__(cfg, hidden)
-        self.lstm = LSTMAggregator(hidden)
+        self.lstm = LSTMAggregator(hidden, cfg.forget_bias)
 
     def aggregate(self, z: torch.Tensor, edge_in: torch.Tensor | EdgeInput, graph_in: torch.Tensor,
                   adj: torch.Tensor, node_mask: torch.Tensor,

@@ -193,6 +193,73 @@ def test_adjacency_restricted_processors_read_neighbours_only(name):
         assert torch.equal(moved, reads)
 
 
+# -- the maximum over senders: masked (default) or the CLRS-30 release's adjacency product -----------------
+
+def hand_processor(name: str, reduction: str):
+    """`name` at width 1 whose message from sender i is node_in_i alone (m2 reads node_in; m1, me, mg are 0; no
+    message MLP) and whose output is relu(5 - agg) (o1 is the bias 5, o2 is -1, no LayerNorm)."""
+    p = build(name, hidden=1, msg_mlp_layers=0, use_ln=False, reduction=reduction)
+    with torch.no_grad():
+        for layer in (p.m1, p.m2, p.me, p.mg, p.o1, p.o2):
+            layer.weight.zero_()
+            layer.bias.zero_()
+        p.m2.weight[0, 0] = 1.0  # z = [node_in, hidden]: the sender's node_in
+        p.o2.weight[0, 0] = -1.0
+        p.o1.bias[0] = 5.0
+    return p
+
+
+def hand_graph():
+    """Nodes 0, 1, 2 real with node_in -2, -0.5, -1, node 3 padded with 7; edges 0-1 and 0-2 and self-loops.
+    Node 0's neighbours are every real node; node 1 lacks 2, node 2 lacks 1."""
+    node_in = torch.tensor([[[-2.0], [-0.5], [-1.0], [7.0]]], dtype=torch.float64)
+    adj = torch.eye(4, dtype=torch.bool)[None].clone()
+    for i, j in ((0, 1), (0, 2)):
+        adj[0, i, j] = adj[0, j, i] = True
+    adj[0, 3, 3] = False
+    mask = torch.tensor([[True, True, True, False]])
+    zeros = torch.zeros(1, 4, 1, dtype=torch.float64)
+    return node_in, torch.zeros(1, 4, 4, 1, dtype=torch.float64), torch.zeros(1, 1, dtype=torch.float64), \
+        State(zeros, None, torch.zeros(1, 1, dtype=torch.float64)), adj, mask
+
+
+# relu(5 - agg) at the real nodes, worked out by hand from hand_graph's messages m_ij = node_in_i:
+# PGN masked:  agg_0 = max(-2, -0.5, -1) = -0.5, agg_1 = max(-2, -0.5) = -0.5, agg_2 = max(-2, -1) = -1
+# PGN product: agg_0 = -0.5 (all real nodes are its neighbours; the padded node is none of its senders),
+#              agg_1 = max(-2, -0.5, 0 x -1) = 0, agg_2 = max(-2, 0 x -0.5, -1) = 0
+# Deep Sets masked: agg_j = m_jj = node_in_j;  Deep Sets product: max(m_jj, 0, 0) = 0
+HAND = {("pgn", "masked_max"): [5.5, 5.5, 6.0], ("pgn", "adjacency_product_max"): [5.5, 5.0, 5.0],
+        ("pgn_masked", "masked_max"): [5.5, 5.5, 6.0], ("pgn_masked", "adjacency_product_max"): [5.5, 5.0, 5.0],
+        ("deepsets", "masked_max"): [7.0, 5.5, 6.0], ("deepsets", "adjacency_product_max"): [5.0, 5.0, 5.0]}
+
+
+@pytest.mark.parametrize("name, reduction", list(HAND))
+def test_the_maximum_over_senders_matches_hand_values(name, reduction):
+    out = hand_processor(name, reduction)(*hand_graph()).node
+    assert out[0, :3, 0].tolist() == pytest.approx(HAND[name, reduction])
+
+
+@pytest.mark.parametrize("name", ["pgn", "deepsets"])
+def test_the_sparse_form_computes_the_adjacency_product_too(name):
+    from relreason.models.encoders import EdgeInput
+    from relreason.models.sparse import SparseGraph
+
+    p = build(name, reduction="adjacency_product_max")
+    node_in, edge_in, graph_in, state, adj, mask = random_inputs(2, 5, pad=1)
+    adj = adj | adj.transpose(1, 2)  # the sparse form's entries are symmetric
+    raw = torch.randn(2, 5, 5, 3, dtype=torch.float64)
+    w, bias = torch.randn(3, H, dtype=torch.float64), torch.randn(H, dtype=torch.float64)
+    dense = p(node_in, EdgeInput(raw, w, bias), graph_in, state, adj, mask).node
+    graph = SparseGraph.from_adjacency(adj, mask)
+    sparse = p.forward_sparse(node_in, EdgeInput(graph.gather(raw), w, bias), graph_in, state, graph, mask).node
+    torch.testing.assert_close(sparse[mask], dense[mask])
+
+
+def test_an_unknown_reduction_is_refused_with_the_choices():
+    with pytest.raises(RelreasonError, match="processor.reduction: unknown value 'sum'.*"):
+        build("pgn", reduction="sum")
+
+
 def test_pgn_masked_asks_the_decoders_for_the_adjacency_bias():
     assert build("pgn_masked").inf_bias and build("pgn_masked").inf_bias_edge
     assert not any(build(n).inf_bias for n in GNN_NAMES if n != "pgn_masked")
