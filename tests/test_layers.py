@@ -11,7 +11,9 @@ The layers, lowest first, and why each stands where it does:
   configure them (relreason.data.config); no model, no metric;
 - models: encoders, processors, decoders, text models, and building a configured net from what its
   caller hands over (the model layer reads no run configuration and looks up no task);
-- eval: metrics and scores over model outputs, statistics, run records and their comparison;
+- eval: metrics and scores over model outputs, and what a metric means (its unit and direction);
+- runs: what trainings left on disk read back as records, seeds pooled with their statistics, compared,
+  listed and drawn (it reads metrics' meanings from eval and the run directory from core);
 - tasks: a task binds a dataset (data) to its metric (eval) and its config defaults;
 - config: a run's typed configuration, resolved from the model catalog (models) and the task (tasks);
 - train: the loop, workloads, checkpoints, and what runs many trainings (relreason.studies: the
@@ -32,7 +34,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "relreason"
 
-LAYERS = ("core", "data", "models", "eval", "tasks", "config", "train", "cli")  # lowest first
+LAYERS = ("core", "data", "models", "eval", "runs", "tasks", "config", "train", "cli")  # lowest first
 
 # module (or package prefix) -> its layer; a module takes the layer of its longest listed prefix
 PLACES = {
@@ -47,6 +49,7 @@ PLACES = {
     "relreason.data": "data",
     "relreason.models": "models",
     "relreason.eval": "eval",
+    "relreason.runs": "runs",
     "relreason.tasks": "tasks",
     "relreason.config": "config",
     "relreason.train": "train",

@@ -171,7 +171,7 @@ def results_cmd(
       relreason results\n
       relreason results --no-collect --md RESULTS.md
     """
-    from relreason.eval.stats import check_margin
+    from relreason.runs.stats import check_margin
     from relreason.results import collect_results, write_report
 
     if margin is not None:
@@ -202,7 +202,7 @@ def report_cmd(
       relreason report clrs30 ibarz2022 --out tables.html\n
       relreason report runs/mpnn-bfs-s42-20261121-101500 --out run.html
     """
-    from relreason.eval.stats import check_margin
+    from relreason.runs.stats import check_margin
     from relreason.studies.html_report import write_page
 
     if margin is not None:

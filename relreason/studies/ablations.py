@@ -14,8 +14,8 @@ never mixed in: `ablate` refuses with a hint, and `--rerun-stale` moves it aside
 
 from __future__ import annotations
 
-from relreason.eval.stats import Spread
 from relreason.registry import Registry
+from relreason.runs.stats import Spread
 from relreason.studies.figures import CORE8_MEAN, RT_ABLATION_TABLES, RT_FIGURES, RT_PAPER, RT_SEEDS, RT_V1_DATA
 from relreason.studies.variants import Published, Study, Variant
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from relreason.errors import RelreasonError, write_error
 from relreason.eval.report import cell_text
-from relreason.eval.svg import Series, line_chart
 from relreason.results import CURVES, INTRODUCTION, SWEEPS, Section, report_sections
+from relreason.runs.svg import Series, line_chart
 
 STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1200px;

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from relreason.eval.stats import Spread
 from relreason.registry import Registry
+from relreason.runs.stats import Spread
 from relreason.studies.ablations import ABLATIONS
 from relreason.studies.figures import (CLRS30_AVERAGES, IBARZ, IBARZ_AVERAGE, IBARZ_TABLE2, IBARZ_TABLE2_COLUMNS,
                                        RT_PAPER, RT_SEEDS, RT_TABLE9, RT_TABLE9_COLUMNS, RT_TABLE19,
