@@ -54,7 +54,6 @@ PLACES = {
     "relreason.config": "config",
     "relreason.train": "train",
     "relreason.studies": "train",
-    "relreason.results": "train",
     "relreason.cli": "cli",
     "relreason.__main__": "cli",
 }
