@@ -21,7 +21,7 @@ RT_FIGURES = {
 }
 
 # The RT authors' fork is built on CLRS v1, whose data differ from the CLRS-30 (v2.0) splits ours reproduce
-# for these tasks (recipes/rt.yaml): cells of them are printed but never compared with the paper.
+# for these tasks (relreason/recipes/rt.yaml): cells of them are printed but never compared with the paper.
 RT_V1_DATA = {t: "the RT paper's CLRS v1 data differ for this task (recipes/rt.yaml)"
               for t in ("naive_string_matcher", "kmp_matcher", "quickselect")}
 

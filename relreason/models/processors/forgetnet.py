@@ -15,7 +15,7 @@ The gate's inputs and form are ours (one linear map of [node_in, h^(t-1)]; the p
 could not be read here), and so is reading the gated state in Triplet-GMPNN's update gate as well as in z
 (everywhere the processor reads its history). The camera-ready paper adds a loss penalty on the gate
 (a "regularized gating mechanism"), whose form and weight were not found: it is not implemented
-(recipes/g_forgetnet.yaml). The network's decoders still read the ungated previous state (net.py), as they
+(relreason/recipes/g_forgetnet.yaml). The network's decoders still read the ungated previous state (net.py), as they
 do for every processor. Plain PyTorch on top of Triplet-GMPNN's step.
 """
 

@@ -36,7 +36,7 @@ from relreason.models.sparse import SparseForm, SparseGraph
 
 @dataclass
 class RNARConfig(TripletGMPNNConfig):
-    """RNAR's options: Triplet-GMPNN's (its base here, see recipes/rnar.yaml); the LSTM is as wide as the messages."""
+    """RNAR's options: Triplet-GMPNN's (its base here, see relreason/recipes/rnar.yaml); the LSTM is as wide as the messages."""
 
 
 class LSTMAggregator(nn.Module):
