@@ -48,3 +48,11 @@ def test_measured_costs_are_package_data_of_relreason_studies():
     assert tool["package-data"]["relreason.studies"] == ["costs.json"]
     assert costs_file().resolve() == (ROOT / "relreason" / "studies" / "costs.json").resolve()
     assert costs_file().is_file() and not (ROOT / "results" / "costs.json").exists()
+
+
+def test_the_license_is_an_spdx_expression():
+    """PEP 639: `project.license` is an SPDX string (setuptools >= 77 warns that the `{text = ...}` table is
+    deprecated, and will refuse it), and the build backend required is one that reads it."""
+    data = _pyproject()
+    assert data["project"]["license"] == "Apache-2.0"
+    assert "setuptools>=77" in data["build-system"]["requires"][0]
