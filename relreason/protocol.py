@@ -14,7 +14,7 @@ So two runs with the same `run_identity` are the same computation (one cell of a
 machine, thread count or kernel computed it), and runs with the same `setting_identity` are seeds of
 one experiment (`relreason compare` pools them as mean ± std). The configuration (how a run departs
 from its recipe: `relreason.config.run_deviation`), the study grids (cell identity and stale cells:
-`relreason.studies`) and the run records (`relreason.eval.grouping`) all read it here.
+`relreason.studies`) and the run records (`relreason.runs.grouping`) all read it here.
 """
 
 from __future__ import annotations

@@ -184,24 +184,19 @@ def hardware(device: str | None = None) -> str:
     return f"{cpu} ({cores} cores), {threads} torch thread{'s' * (threads != 1)}, cpu, torch {torch.__version__}"
 
 
-CODE_PATHS = ("relreason", "recipes", "pyproject.toml")  # what decides what a run computes, in a checkout
+CODE_PATHS = ("relreason", "pyproject.toml")  # what decides what a run computes, in a checkout
 
 
 def recipe_dir() -> Path:
-    """Where the built-in recipes are read from: the `recipes/` beside the imported package in a source checkout
-    (so a second work tree imported through PYTHONPATH reads its own recipes, not those an editable install
-    maps `relreason.recipes` to), else the installed `relreason.recipes` package data."""
-    import importlib.resources
-
-    checkout = Path(__file__).resolve().parent.parent
-    if (checkout / "pyproject.toml").is_file() and (checkout / "recipes" / "default.yaml").is_file():
-        return checkout / "recipes"
-    return Path(str(importlib.resources.files("relreason.recipes")))
+    """Where the built-in recipes are read from, the one place that says it: `relreason/recipes/` inside the
+    imported package (a source checkout, a second work tree imported through PYTHONPATH and an installed wheel
+    alike: the recipes always stand beside the code that reads them)."""
+    return Path(__file__).resolve().parent / "recipes"
 
 
 def source_digest() -> str:
-    """A digest of the package's source as it is imported now: every *.py and *.yaml file under the package and
-    the built-in recipes (recipe_dir), by relative path and bytes. Equal digests: the same code
+    """A digest of the package's source as it is imported now: every *.py and *.yaml file under the package (the
+    built-in recipes included: relreason/recipes/), by relative path and bytes. Equal digests: the same code
     computed."""
     import hashlib
 
@@ -209,12 +204,9 @@ def source_digest() -> str:
 
     root = Path(relreason.__file__).parent
     files = [p for p in root.rglob("*") if p.suffix in (".py", ".yaml") and "__pycache__" not in p.parts]
-    recipes = recipe_dir()
-    if root not in recipes.parents:  # a source checkout: the recipes stand beside the package
-        files += [p for p in recipes.glob("*.yaml")]
     h = hashlib.sha256()
     for path in sorted(files):
-        name = path.relative_to(root if root in path.parents else recipes.parent).as_posix()
+        name = path.relative_to(root).as_posix()
         h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/bench_rt_protocol.py --steps 300 --validations 3
 
-The protocol (`relreason train rt bellman_ford`, recipes/rt.yaml): 80,000 steps of batch 4 at n = 16,
+The protocol (`relreason train rt bellman_ford`, relreason/recipes/rt.yaml): 80,000 steps of batch 4 at n = 16,
 a validation on the 32-sample validation split every 320 examples (1,001 validations with the one
 before the first step, each followed by the `last/` checkpoint and, when it improved, `best/`), then
 the test at n = 64 on the best checkpoint. This script runs `relreason.train.run` itself with the
@@ -29,7 +29,7 @@ import torch
 from relreason.config import build_config
 from relreason.train import loop
 
-PROTOCOL_STEPS = 80_000  # recipes/rt.yaml: 320,000 examples at batch 4
+PROTOCOL_STEPS = 80_000  # relreason/recipes/rt.yaml: 320,000 examples at batch 4
 PROTOCOL_VALIDATIONS = 1_001  # every 320 examples, plus the one before the first step
 
 

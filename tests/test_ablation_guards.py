@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from relreason.eval.stats import Summary
+from relreason.runs.stats import Summary
 from relreason.studies.ablations import ABLATIONS
 from relreason.studies.cells import cell_state, plan_cells
 from relreason.studies.report import study_table

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from relreason.cli.main import app
 from relreason.config import to_plain
 from relreason.errors import RelreasonError
-from relreason.eval.stats import t975
+from relreason.runs.stats import t975
 from relreason.studies.ablations import ABLATIONS
 from relreason.studies.cells import plan_cells
 from relreason.studies.report import size_breakdown, study_table

@@ -1,5 +1,7 @@
 """The house's floors: every module of relreason/ stands on a layer and imports only its own layer or
-lower ones, and no modules import each other in a circle.
+lower ones, and neither modules nor rooms import each other in a circle. A room is a package of
+relreason (relreason.runs, relreason.studies, ...) or a module standing directly in relreason/
+(relreason.config, relreason.errors, ...): two rooms on one layer may not lean on each other either.
 
 The layers, lowest first, and why each stands where it does:
 
@@ -11,11 +13,14 @@ The layers, lowest first, and why each stands where it does:
   configure them (relreason.data.config); no model, no metric;
 - models: encoders, processors, decoders, text models, and building a configured net from what its
   caller hands over (the model layer reads no run configuration and looks up no task);
-- eval: metrics and scores over model outputs, statistics, run records and their comparison;
+- eval: metrics and scores over model outputs, and what a metric means (its unit and direction);
+- runs: what trainings left on disk read back as records, seeds pooled with their statistics, compared,
+  listed and drawn (it reads metrics' meanings from eval and the run directory from core);
 - tasks: a task binds a dataset (data) to its metric (eval) and its config defaults;
 - config: a run's typed configuration, resolved from the model catalog (models) and the task (tasks);
-- train: the loop, workloads, checkpoints, and what runs many trainings (relreason.studies: the
-  ablations and the papers' tables; result files);
+- train: the loop, workloads, checkpoints, and evaluating saved checkpoints: one training;
+- studies: what runs many trainings (relreason.studies: the ablations and the papers' tables as grids
+  of cells, the result files and RESULTS.md made from them);
 - cli: the thin Typer commands over all of it (and `python -m relreason`).
 
 An import counts wherever it is written: at module level, inside a function (a lazy import dodges
@@ -32,7 +37,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "relreason"
 
-LAYERS = ("core", "data", "models", "eval", "tasks", "config", "train", "cli")  # lowest first
+LAYERS = ("core", "data", "models", "eval", "runs", "tasks", "config", "train", "studies", "cli")  # lowest first
 
 # module (or package prefix) -> its layer; a module takes the layer of its longest listed prefix
 PLACES = {
@@ -47,11 +52,11 @@ PLACES = {
     "relreason.data": "data",
     "relreason.models": "models",
     "relreason.eval": "eval",
+    "relreason.runs": "runs",
     "relreason.tasks": "tasks",
     "relreason.config": "config",
     "relreason.train": "train",
-    "relreason.studies": "train",
-    "relreason.results": "train",
+    "relreason.studies": "studies",
     "relreason.cli": "cli",
     "relreason.__main__": "cli",
 }
@@ -172,6 +177,49 @@ def test_no_import_circles():
     ties = ["  " + " <-> ".join(c) + ": " + "; ".join(f"{a} -> {b}" for a in c for b in sorted(GRAPH[a]) if b in c)
             for c in circles]
     assert not circles, "modules that import each other in a circle:\n" + "\n".join(ties)
+
+
+def room(module: str) -> str:
+    """The room a module stands in: its package under relreason (`relreason.runs.stats` -> `relreason.runs`),
+    or the module itself where it stands directly in relreason/ (`relreason.config`, `relreason`)."""
+    return ".".join(module.split(".")[:2])
+
+
+def rooms_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph seen from the rooms: room A -> room B when a module of A imports one of B."""
+    out: dict[str, set[str]] = {}
+    for m, targets in graph.items():
+        out.setdefault(room(m), set()).update(room(t) for t in targets if room(t) != room(m))
+    return out
+
+
+ROOMS = rooms_graph(GRAPH)
+
+
+def test_no_room_imports_a_higher_layer():
+    upward = [f"{a} ({layer(a)}) imports {b} ({layer(b)})" for a in sorted(ROOMS) for b in sorted(ROOMS[a])
+              if LAYERS.index(layer(b)) > LAYERS.index(layer(a))]
+    assert not upward, "rooms that import a room above them:\n" + "\n".join(upward)
+
+
+def test_no_circle_between_rooms():
+    """Files may each stand clear of any circle while their packages lean on each other (a module of A
+    imports B, a module of B imports A): that is still a circle of the house."""
+    circles = _cycles(ROOMS)
+    ties = ["  " + " <-> ".join(c) + ": " + "; ".join(f"{m} -> {t}" for m in sorted(GRAPH) if room(m) in c
+                                                      for t in sorted(GRAPH[m]) if room(t) in c and room(t) != room(m))
+            for c in circles]
+    assert not circles, "rooms that import each other in a circle:\n" + "\n".join(ties)
+
+
+def test_the_rooms_are_packages_and_top_level_modules():
+    assert room("relreason.runs.stats") == "relreason.runs" and room("relreason.config") == "relreason.config"
+    assert room("relreason") == "relreason" and room("relreason.models.processors.gnn") == "relreason.models"
+    assert {"relreason.runs", "relreason.studies", "relreason.eval", "relreason.recipes"} <= set(ROOMS)
+    # no file circle, but a circle of rooms: a.x -> b.y and b.z -> a.w
+    files = {"relreason.a.x": {"relreason.b.y"}, "relreason.b.z": {"relreason.a.w"}, "relreason.a.w": set(),
+             "relreason.b.y": set()}
+    assert _cycles(files) == [] and _cycles(rooms_graph(files)) == [["relreason.a", "relreason.b"]]
 
 
 def test_the_reader_sees_lazy_and_relative_imports():

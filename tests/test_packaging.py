@@ -1,5 +1,5 @@
 """The package layout pyproject.toml declares: every subpackage is listed (setuptools is given an
-explicit list because recipes/ is mapped into the package), and the recipes ship as package data."""
+explicit list), and the recipes, inside the package (relreason/recipes/), ship as its package data."""
 
 from __future__ import annotations
 
@@ -27,15 +27,15 @@ def test_every_subpackage_is_listed_for_the_wheel():
     found = {"relreason." + ".".join(p.parent.relative_to(pkg_root).parts) if p.parent != pkg_root else "relreason"
              for p in pkg_root.rglob("__init__.py") if "__pycache__" not in p.parts}
     listed = set(_pyproject()["tool"]["setuptools"]["packages"])
-    assert found | {"relreason.recipes"} == listed
+    assert found == listed and "relreason.recipes" in found
 
 
 def test_recipes_are_package_data_of_relreason_recipes():
     tool = _pyproject()["tool"]["setuptools"]
-    assert tool["package-dir"]["relreason.recipes"] == "recipes"
+    assert "package-dir" not in tool  # the package is laid out as it is installed: nothing mapped
     assert tool["package-data"]["relreason.recipes"] == ["*.yaml"]
-    assert RECIPE_DIR.resolve() == (ROOT / "recipes").resolve()
-    shipped = {p.stem for p in (ROOT / "recipes").glob("*.yaml")}
+    assert RECIPE_DIR.resolve() == (ROOT / "relreason" / "recipes").resolve()
+    shipped = {p.stem for p in (ROOT / "relreason" / "recipes").glob("*.yaml")}
     assert shipped == set(recipe_names()) and {"default", "quick", "rt"} <= shipped
 
 
@@ -48,3 +48,11 @@ def test_measured_costs_are_package_data_of_relreason_studies():
     assert tool["package-data"]["relreason.studies"] == ["costs.json"]
     assert costs_file().resolve() == (ROOT / "relreason" / "studies" / "costs.json").resolve()
     assert costs_file().is_file() and not (ROOT / "results" / "costs.json").exists()
+
+
+def test_the_license_is_an_spdx_expression():
+    """PEP 639: `project.license` is an SPDX string (setuptools >= 77 warns that the `{text = ...}` table is
+    deprecated, and will refuse it), and the build backend required is one that reads it."""
+    data = _pyproject()
+    assert data["project"]["license"] == "Apache-2.0"
+    assert "setuptools>=77" in data["build-system"]["requires"][0]

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from relreason.errors import RelreasonError
-from relreason.results import collect_results, write_report
 from relreason.studies.cells import plan_cells
 from relreason.studies.plan import parse_plan_line, plan_status, read_plan
+from relreason.studies.results import collect_results
+from relreason.studies.results_report import write_report
 from relreason.studies.tables import TABLES
 from relreason.tasks import expand_tasks
 from test_results import _finish, _start

@@ -11,9 +11,10 @@ import pytest
 from fake_runs import results_json
 
 from relreason.config import build_config
-from relreason.eval.runs import discover_runs, group_runs
 from relreason.protocol import INCIDENTAL_KEYS, NOT_PROTOCOL_KEYS, SEED_KEY, run_identity, setting_identity
 from relreason.rundir import RunDir, RunRecord
+from relreason.runs.discovery import discover_runs
+from relreason.runs.grouping import group_runs
 from relreason.studies.cells import cell_state, plan_cells, result_identity
 from relreason.studies.tables import TABLES
 

@@ -19,9 +19,10 @@ from typer.testing import CliRunner
 
 from fake_runs import make_run, results_json
 from relreason.cli.main import app
-from relreason.results import CURVES, SWEEPS, collect_results, report_sections, write_report
 from relreason.studies.cells import plan_cells
 from relreason.studies.html_report import write_page
+from relreason.studies.results import CURVES, SWEEPS, collect_results
+from relreason.studies.results_report import report_sections, write_report
 from relreason.studies.tables import TABLES
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)

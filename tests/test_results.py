@@ -1,4 +1,4 @@
-"""Result files and RESULTS.md are generated from finished cells (relreason.results), never typed."""
+"""Result files and RESULTS.md are generated from finished cells (relreason.studies.results, relreason.studies.results_report), never typed."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from fake_runs import results_json
 from typer.testing import CliRunner
 
 from relreason.cli.main import app
-from relreason.results import collect_results, write_report
 from relreason.studies.cells import plan_cells
+from relreason.studies.results import collect_results
+from relreason.studies.results_report import write_report
 from relreason.studies.tables import TABLES
 
 
@@ -101,7 +102,8 @@ def test_a_bad_margin_is_a_one_line_error_before_anything_is_read(tmp_path, marg
 
 def test_a_cell_of_another_tables_protocol_stays_in_that_table(tmp_path):
     """clrs30's MPNN cells are not shown in rt-table19's MPNN column (whose protocol is rt_table2)."""
-    from relreason.results import cell_files, table_result
+    from relreason.studies.results import cell_files
+    from relreason.studies.results_report import table_result
 
     (cell,) = plan_cells(TABLES.get("clrs30"), ["bfs"], 1, None, tmp_path / "rep", [], ["mpnn"])
     _finish(cell, 0.99)
@@ -116,8 +118,8 @@ def test_model_selection_reads_the_validations_and_tests_the_last_checkpoint_onc
     """The diagnostic beside the protocol: which validations reached the best score, the tested checkpoint
     the first of them, and the last checkpoint's score on the same test split (evaluated once, then read)."""
     from relreason.config import build_config
-    from relreason.results import model_selection, validation_curve
     from relreason.rundir import ValidationRow, read_metrics, read_results
+    from relreason.studies.results import model_selection, validation_curve
     from relreason.train import evaluation, run
 
     # width 16: the larger test evaluates 320 graphs of n=64, twice (here and in model_selection), ~12 s each at 128
@@ -178,7 +180,7 @@ def test_a_cell_shared_by_several_tables_is_shown_once_and_pointed_to(tmp_path):
 
 
 def test_a_cell_trained_before_a_protocol_setting_changed_names_that_setting():
-    from relreason.results import protocol_difference
+    from relreason.studies.results_report import protocol_difference
 
     got, want = {"data": {"order": "seeded", "train_num": 1000}}, {"data": {"order": "sequential", "train_num": 1000}}
     assert protocol_difference("clrs30", "clrs30", got, want) == \
@@ -189,8 +191,8 @@ def test_a_cell_trained_before_a_protocol_setting_changed_names_that_setting():
 def test_verify_re_trains_a_cells_first_validations_and_names_the_first_difference(tmp_path):
     from relreason.config import build_config
     from relreason.errors import RelreasonError
-    from relreason.results import validation_curve, verify_cell
     from relreason.runtime import code_record
+    from relreason.studies.results import validation_curve, verify_cell
     from relreason.train import run
 
     cfg = build_config("mpnn", "bfs", "quick", ["train.train_examples=64", "train.eval_every_examples=16",

@@ -96,7 +96,7 @@ def test_each_published_plus_minus_is_read_as_its_paper_defines_it(name):
     """The RT paper's ± is the std over its 20 seeds (Tables 13-18, Appendix D); Ibarz et al. do not define
     theirs (Table 2, quoting the CLRS-30 baselines too): undefined, read the way that is harder to agree with.
     Every figure carries the paper's seed count, which the verdict's interval needs."""
-    from relreason.eval.stats import Spread
+    from relreason.runs.stats import Spread
 
     study = TABLES.get(name)
     for (label, task), fig in study.figures.items():

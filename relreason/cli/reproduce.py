@@ -105,7 +105,8 @@ def reproduce_cmd(
 
 def _verify(table: str, tasks: str | None, seeds: int, models: str | None, results: Path, validations: int,
             out_dir: Path, as_json: bool) -> None:
-    from relreason.results import code_label, verify_table
+    from relreason.studies.results import verify_table
+    from relreason.studies.results_report import code_label
 
     rows = verify_table(table, tasks, seeds, models, results, validations, out_dir / "verify",
                         log=lambda m: err.print(escape(m), highlight=False))
@@ -171,8 +172,9 @@ def results_cmd(
       relreason results\n
       relreason results --no-collect --md RESULTS.md
     """
-    from relreason.eval.stats import check_margin
-    from relreason.results import collect_results, write_report
+    from relreason.runs.stats import check_margin
+    from relreason.studies.results import collect_results
+    from relreason.studies.results_report import write_report
 
     if margin is not None:
         check_margin(margin)
@@ -202,7 +204,7 @@ def report_cmd(
       relreason report clrs30 ibarz2022 --out tables.html\n
       relreason report runs/mpnn-bfs-s42-20261121-101500 --out run.html
     """
-    from relreason.eval.stats import check_margin
+    from relreason.runs.stats import check_margin
     from relreason.studies.html_report import write_page
 
     if margin is not None:

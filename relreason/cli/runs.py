@@ -1,5 +1,5 @@
 """`relreason runs`, `relreason compare` and `relreason plot`: list, compare and plot finished and
-unfinished runs (and ablation cells). Thin: the work is in relreason.eval.runs and relreason.eval.plot."""
+unfinished runs (and ablation cells). Thin: the work is in relreason.runs."""
 
 from __future__ import annotations
 
@@ -73,7 +73,8 @@ def runs_cmd(
       relreason runs ablations/no-edge-updates\n
       relreason runs --json
     """
-    from relreason.eval.runs import discover_runs, runs_table
+    from relreason.runs.discovery import discover_runs
+    from relreason.runs.run_tables import runs_table
 
     runs = discover_runs(directory, task_metric)
     if as_json:
@@ -113,10 +114,10 @@ def compare_cmd(
       relreason compare runs/rt-bfs-s0 runs/rt-bfs-s1 runs/mpnn-bfs-s0 --json\n
       relreason compare --runs ablations/no-edge-updates --group-by task --against rt --margin 2
     """
-    from relreason.eval.runs import Format, comparison_table, compare, load_runs, parse_format, parse_group_by, \
-        render_comparison
-
-    from relreason.eval.stats import check_margin
+    from relreason.runs.comparison import compare, parse_group_by
+    from relreason.runs.discovery import load_runs
+    from relreason.runs.run_tables import Format, comparison_table, parse_format, render_comparison
+    from relreason.runs.stats import check_margin
 
     grouping = parse_group_by(group_by)
     if margin is not None:
@@ -167,8 +168,9 @@ def plot_cmd(
       relreason plot ablations/no-edge-updates\n
       relreason plot --ood runs/mpnn-bfs-s1 runs/mpnn-bfs-s2 runs/rt-bfs-s1 --by model --out sizes.svg
     """
-    from relreason.eval.plot import FORMATS, ablation_figure, curves_figure, require_matplotlib, save_figure
-    from relreason.eval.runs import load_runs, read_ablation
+    from relreason.runs.discovery import load_runs
+    from relreason.runs.plot import FORMATS, ablation_figure, curves_figure, require_matplotlib, save_figure
+    from relreason.runs.records import read_ablation
 
     require_matplotlib()
     if out_file is not None and out_file.suffix.lstrip(".").lower() not in FORMATS:
@@ -203,7 +205,7 @@ def plot_cmd(
 def ood_plot(paths: list[Path], runs_dir: Optional[Path], by: str, out_file: Optional[Path]) -> None:
     """`plot --ood`: the sweeps named (files, or run directories holding ood_sweep.json) in one figure."""
     from relreason.eval.grid import read_sweep, sweep_path
-    from relreason.eval.plot import ood_figure, save_figure
+    from relreason.runs.plot import ood_figure, save_figure
 
     if runs_dir is not None:
         raise RelreasonError("--runs lists runs for learning curves; --ood plots the sweeps named",

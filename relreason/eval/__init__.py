@@ -1,4 +1,5 @@
-"""Evaluation: the CLRS-30 metric over whole splits.
+"""Evaluation: scoring a model's outputs (the CLRS-30 metric over whole splits, the lobster benchmark's
+relative loss, CLRS-Text answers) and what a metric means; runs read back and compared are relreason.runs.
 
     from relreason.eval import Scorer
 """

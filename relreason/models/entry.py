@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-DEFAULT_RECIPE = "default"  # the CLRS v2 defaults (recipes/default.yaml): a model's recipe where its paper gives none
+DEFAULT_RECIPE = "default"  # the CLRS v2 defaults (relreason/recipes/default.yaml): a model's recipe where its paper gives none
 
 
 @dataclass(frozen=True)

@@ -16,4 +16,7 @@ print and write its table the same way. The modules, by concern:
 - `figures`: the papers' published numbers, with their sources;
 - `ablations` (registry ABLATIONS) and `tables` (registry TABLES): the studies `ablate` and
   `reproduce` know.
+- `results`: the result files `relreason results` copies from finished cells (and `reproduce --verify`
+  re-trains against), read back; `results_report`: RESULTS.md from them, and the sections the HTML page of
+  `html_report` shows;
 """

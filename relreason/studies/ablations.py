@@ -14,8 +14,8 @@ never mixed in: `ablate` refuses with a hint, and `--rerun-stale` moves it aside
 
 from __future__ import annotations
 
-from relreason.eval.stats import Spread
 from relreason.registry import Registry
+from relreason.runs.stats import Spread
 from relreason.studies.figures import CORE8_MEAN, RT_ABLATION_TABLES, RT_FIGURES, RT_PAPER, RT_SEEDS, RT_V1_DATA
 from relreason.studies.variants import Published, Study, Variant
 
@@ -49,7 +49,7 @@ _rt_ablation("no-edge-updates", "RT with vs without edge updates",
              Variant("rt without edge updates", "rt", {"processor": {"edge_updates": False}}), 17)
 _rt_ablation("no-edges", "RT vs a standard transformer without edge vectors or edge features",
              Variant("transformer", "transformer", caveat="the paper re-tuned this baseline; its tuned values are not "
-                     "published, ours keeps the RT's (recipes/transformer.yaml)"), 13)
+                     "published, ours keeps the RT's (relreason/recipes/transformer.yaml)"), 13)
 _rt_ablation("single-layer", "RT with its 3 layers per step vs a single layer",
              Variant("rt 1 layer", "rt", {"processor": {"layers": 1}}, caveat="the paper re-tuned the single-layer RT; "
                      "its tuned values are not published, ours keeps the RT's"), 14)

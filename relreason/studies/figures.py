@@ -21,8 +21,8 @@ RT_FIGURES = {
 }
 
 # The RT authors' fork is built on CLRS v1, whose data differ from the CLRS-30 (v2.0) splits ours reproduce
-# for these tasks (recipes/rt.yaml): cells of them are printed but never compared with the paper.
-RT_V1_DATA = {t: "the RT paper's CLRS v1 data differ for this task (recipes/rt.yaml)"
+# for these tasks (relreason/recipes/rt.yaml): cells of them are printed but never compared with the paper.
+RT_V1_DATA = {t: "the RT paper's CLRS v1 data differ for this task (relreason/recipes/rt.yaml)"
               for t in ("naive_string_matcher", "kmp_matcher", "quickselect")}
 
 # Tables 13-17: the ablated RT's column, task: (mean, std) over 20 seeds, and the paper's two averages

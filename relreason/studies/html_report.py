@@ -5,7 +5,7 @@ network when it is viewed).
     write_page(["clrs30", "runs/mpnn-bfs-s42-..."], Path("r.html"))   # one table and one run directory
 
 A published table's section is built from the very sections RESULTS.md is rendered from
-(relreason.results.report_sections: ours beside the paper with the verdicts, each cell's command,
+(relreason.studies.results_report.report_sections: ours beside the paper with the verdicts, each cell's command,
 hardware and wall time, the model-selection table), then its figures: per task, the validation curve of
 each cell (results/curves/) and, where a cell's run had a size sweep saved, its score against graph size
 (results/sweeps/). A run directory's section shows its test scores, command, hardware and wall time, its
@@ -21,8 +21,9 @@ from pathlib import Path
 
 from relreason.errors import RelreasonError, write_error
 from relreason.eval.report import cell_text
-from relreason.eval.svg import Series, line_chart
-from relreason.results import CURVES, INTRODUCTION, SWEEPS, Section, report_sections
+from relreason.runs.svg import Series, line_chart
+from relreason.studies.results import CURVES, SWEEPS
+from relreason.studies.results_report import INTRODUCTION, Section, report_sections
 
 STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1200px;
@@ -126,7 +127,7 @@ def table_figures(results: Path, section: Section) -> list[str]:
 
 
 def section_html(results: Path, section: Section) -> str:
-    """A report section (relreason.results.Section) as HTML: heading, blocks, then its figures."""
+    """A report section (relreason.studies.results_report.Section) as HTML: heading, blocks, then its figures."""
     parts = [f'<section class="report-section" id="{_anchor(section.name)}" data-kind="{section.kind}">']
     if section.title is not None:
         parts.append(f"<h2>{inline(section.title)}</h2>")
@@ -152,8 +153,8 @@ def run_section(run: Path) -> tuple[str, str]:
     its figures (validation curve and training loss from metrics.jsonl; the size sweep when saved)."""
     from relreason.eval.grid import SWEEP_FILE, read_sweep
     from relreason.eval.metric_kinds import resolve_metric
-    from relreason.results import code_label, _duration
     from relreason.rundir import RunDir, read_metrics, validations
+    from relreason.studies.results_report import code_label, duration
     from relreason.train.export import _table, read_results
 
     res = read_results(run)
@@ -168,7 +169,7 @@ def run_section(run: Path) -> tuple[str, str]:
         ("deviation from the paper's protocol", res.deviation or "none"),
         ("command", f"`{res.command}`" if res.command else "(python API)"),
         ("hardware", "; ".join(res.hardware or []) or "not recorded"),
-        ("wall time", f"{_duration(res.seconds)} (training, validations and the final test)"),
+        ("wall time", f"{duration(res.seconds)} (training, validations and the final test)"),
         ("training examples", f"{res.examples:,}"),
         ("best validation", "-" if res.best_val is None else f"{res.best_val * scale:.2f} at {res.best_examples:,} "
                                                              "examples"),

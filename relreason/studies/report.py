@@ -2,7 +2,7 @@
 
 `study_table` gives, per task and column, ours as mean ± sample std (ddof 1) with its seed count, the
 published figure with its own, ours minus the paper with Welch's 95% interval and the verdict against
-the table's equivalence margin (relreason.eval.stats.difference, the one comparison of every table);
+the table's equivalence margin (relreason.runs.stats.difference, the one comparison of every table);
 `size_breakdown` the shape / parse / CLRS scores per algorithm and size of text cells.
 `write_tables` writes them as BASE/results.{json,csv,md} (results.partial.* while cells are missing);
 `study_view` is what the commands print: the tables, then the source and the notes.
@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.table import Table
 
 from relreason.data.text import SCORE_TITLES
-from relreason.eval.stats import MARGIN, Difference, Spread, Summary, check_margin, difference
+from relreason.runs.stats import MARGIN, Difference, Spread, Summary, check_margin, difference
 from relreason.studies.variants import Published
 
 MISSING_SHOWN = 10  # missing cells named in `missing_note` (the rest are counted)

@@ -18,7 +18,7 @@ from typing import Callable
 
 from relreason.config import to_plain
 from relreason.errors import RelreasonError
-from relreason.eval.stats import STD_KIND, check_margin
+from relreason.runs.stats import STD_KIND, check_margin
 from relreason.runtime import cli_command
 from relreason.studies.ablations import ABLATIONS
 from relreason.studies.cells import (cell_label, cell_state, collect, committed_result, delta_slug, is_held,

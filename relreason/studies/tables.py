@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from relreason.eval.stats import Spread
 from relreason.registry import Registry
+from relreason.runs.stats import Spread
 from relreason.studies.ablations import ABLATIONS
 from relreason.studies.figures import (CLRS30_AVERAGES, IBARZ, IBARZ_AVERAGE, IBARZ_TABLE2, IBARZ_TABLE2_COLUMNS,
                                        RT_PAPER, RT_SEEDS, RT_TABLE9, RT_TABLE9_COLUMNS, RT_TABLE19,
@@ -41,8 +41,8 @@ TABLES.register("rt-table19", Study(
     averages={label: Published(avg, None, RT_SEEDS) for label, avg in zip(RT_TABLE19_COLUMNS, RT_TABLE19_AVERAGES)},
     paper_scope="mean over the 30 algorithms", not_comparable=RT_V1_DATA, layout="protocol",
     note="every model at the RT paper's protocol: batch 4, 10,000 training samples, 320,000 examples; baselines "
-         "with their Table 2 tuned hyperparameters (recipes/rt_table2.yaml), the RT with its authors' run.py "
-         "(recipes/rt.yaml); PGN-c (best of PGN-u and PGN-m per task) is not a model and has no cells"))
+         "with their Table 2 tuned hyperparameters (relreason/recipes/rt_table2.yaml), the RT with its authors' run.py "
+         "(relreason/recipes/rt.yaml); PGN-c (best of PGN-u and PGN-m per task) is not a model and has no cells"))
 
 TABLES.register("rt-table9", Study(
     "rt-table9", "RT paper Table 9: untuned baselines trained on 1,000 vs 10,000 samples (core 8)",
@@ -52,7 +52,7 @@ TABLES.register("rt-table9", Study(
     averages={f"{label} ({size:,} samples)": Published(avg, None, RT_SEEDS)
               for size, avgs in RT_TABLE9.items() for label, avg in zip(RT_TABLE9_COLUMNS, avgs)},
     paper_scope="mean over the 8 core tasks (the paper prints no per-task figures)", not_comparable=RT_V1_DATA,
-    layout="protocol", note="the RT authors' untuned baseline settings (recipes/rt_untuned.yaml)"))
+    layout="protocol", note="the RT authors' untuned baseline settings (relreason/recipes/rt_untuned.yaml)"))
 
 for _table, _ablation in (("rt-table13", "no-edges"), ("rt-table14", "single-layer"),
                           ("rt-table15", "node-ptr-decoding"), ("rt-table16", "core-node"),
@@ -67,9 +67,9 @@ for _table, _ablation in (("rt-table13", "no-edges"), ("rt-table14", "single-lay
 TABLES.register("clrs30", Study(
     "clrs30", "CLRS-30 paper baselines (Veličković et al. 2022) on the 30 algorithms, as Ibarz et al. quote them",
     (Variant("mpnn", "mpnn", recipe="clrs30"),
-     Variant("pgn", "pgn", recipe="clrs30")),  # the release's adjacency-product maximum (recipes/clrs30.yaml)
+     Variant("pgn", "pgn", recipe="clrs30")),  # the release's adjacency-product maximum (relreason/recipes/clrs30.yaml)
     tasks="clrs30", source=f"Veličković et al. 2022, quoted in {IBARZ}",
-    not_comparable={t: "the CLRS-30 paper's v1.0.0 data differ for this task (recipes/clrs30.yaml)"
+    not_comparable={t: "the CLRS-30 paper's v1.0.0 data differ for this task (relreason/recipes/clrs30.yaml)"
                     for t in ("naive_string_matcher", "kmp_matcher", "quickselect")},
     figures={(label, task): Published(*row[IBARZ_TABLE2_COLUMNS.index(label)], 3, Spread.UNDEFINED)
              for task, row in IBARZ_TABLE2.items() for label in CLRS30_AVERAGES},
@@ -92,15 +92,15 @@ TABLES.register("ibarz2022", Study(
 
 # -- Mueller et al. (NeurIPS 2024): the Edge Transformer on CLRS-30 -----------------------------------------
 TABLES.register("mueller2024", Study(
-    "mueller2024", "Edge Transformer on the 30 algorithms at Mueller et al.'s protocol (recipes/et.yaml)",
+    "mueller2024", "Edge Transformer on the 30 algorithms at Mueller et al.'s protocol (relreason/recipes/et.yaml)",
     (Variant("et", "et", recipe="et"),), tasks="clrs30",
     source="Mueller et al. 2024, \"Towards Principled Graph Transformers\" (its per-algorithm CLRS figures "
            "could not be read here: none are printed beside ours)", layout="protocol",
-    note="the protocol is the authors' CLRS fork's defaults (ksmdnl/clrs 42a5de5), see recipes/et.yaml"))
+    note="the protocol is the authors' CLRS fork's defaults (ksmdnl/clrs 42a5de5), see relreason/recipes/et.yaml"))
 
 # -- today's strongest processors (issue 31): no figure of theirs at a protocol we can run -----------------------
 TABLES.register("new-processors", Study(
-    "new-processors", "FloydNet, RNAR and G-ForgetNet at Triplet-GMPNN's protocol (recipes/floydnet.yaml, "
+    "new-processors", "FloydNet, RNAR and G-ForgetNet at Triplet-GMPNN's protocol (relreason/recipes/floydnet.yaml, "
                       "rnar.yaml, g_forgetnet.yaml)",
     (Variant("floydnet", "floydnet", recipe="floydnet"), Variant("rnar", "rnar", recipe="rnar"),
      Variant("g-forgetnet", "g_forgetnet", recipe="g_forgetnet")), tasks="core8",

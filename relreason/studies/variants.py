@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from relreason.config import keys_of
-from relreason.eval.stats import Figure
+from relreason.runs.stats import Figure
 
 
 @dataclass(frozen=True)

@@ -189,7 +189,7 @@ def test_an_optimizer_state_without_its_parameter_groups_is_refused(finished, tm
 def test_a_damaged_metrics_line_stops_a_resume_and_is_listed(finished, tmp_path, line):
     """An edited or cut row inside metrics.jsonl is a problem `runs` lists, and a resume (which rewrites
     the file) refuses rather than dropping it."""
-    from relreason.eval.records import read_run
+    from relreason.runs.records import read_run
 
     run_dir = copy_of(finished, tmp_path)
     rows = (run_dir / "metrics.jsonl").read_text().splitlines()
@@ -259,7 +259,7 @@ def test_a_diverged_run_says_so_and_resumes_with_a_lower_rate(tmp_path, monkeypa
     """A non-finite loss: the error says "diverged" and the step (no grad_clip advice: clipping is on),
     `runs` says "diverged", and a resume may lower train.lr, recorded as a deviation; the validation
     of the checkpoint resumed from (the step-0 one too) is written once."""
-    from relreason.eval.records import Status, read_run
+    from relreason.runs.records import Status, read_run
 
     original = NarWorkload.loss
     monkeypatch.setattr(NarWorkload, "loss", lambda self, module, part, step: (

@@ -37,7 +37,7 @@ CLRS integration (our choices, not the paper's: the paper has no per-step proces
 
 Mueller, Kusuma, Bonet & Morris (NeurIPS 2024, "Towards Principled Graph Transformers") ran the ET on
 CLRS-30 in their fork of the reference (github ksmdnl/clrs at 42a5de5, clrs/_src/processors.py
-`ET_Processor`). Where it differs from the above, an option selects its choice (recipes/et.yaml uses them):
+`ET_Processor`). Where it differs from the above, an option selects its choice (relreason/recipes/et.yaml uses them):
   - `norm`: `bergen` is the placement above; `post` is the post-LN Transformer,
         e = LN(e + TriangularAttention(e));  e = LN(e + W2 relu(W1 e)),
     and `pre_and_post` also normalizes the attention's input, the residual keeping the raw stream:

@@ -22,7 +22,7 @@ could not be read here, only its abstract): per algorithm step the pair state is
 map of [node_in_i, node_in_k, edge_in_ik, graph_in, previous pair state e_ik] (as the Edge
 Transformer's `carry_state`, relreason.models.processors.et), `layers` blocks run on it, and the network
 carries it to the next step. Node states are the diagonal e_ii, the graph state W mean e over real pairs
-(their graph models read node states as row + column sums, which grow with n: see recipes/floydnet.yaml).
+(their graph models read node states as row + column sums, which grow with n: see relreason/recipes/floydnet.yaml).
 Padded nodes are never pivots, so a real pair only ever reads pairs of real nodes.
 
 Cost: O(B heads N^3 d) per block, and an attention tensor of B x heads x N^3 weights. The pivot sums are

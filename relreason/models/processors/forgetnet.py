@@ -14,7 +14,7 @@ processor P; its base is Triplet-GMPNN, the reviewers' "established architecture
 The gate's inputs and form are ours (one linear map of [node_in, h^(t-1)]; the paper's equation for it
 could not be read here), and so is reading the gated state in Triplet-GMPNN's update gate as well as in z
 (everywhere the processor reads its history). The published method regularises the gate so that the
-history's influence shrinks as training goes on; its form and weight were not found (recipes/g_forgetnet.yaml
+history's influence shrinks as training goes on; its form and weight were not found (relreason/recipes/g_forgetnet.yaml
 lists where we looked): it is not implemented, the gate learns from the task loss alone. The network's decoders still read the ungated previous state (net.py), as they
 do for every processor. Plain PyTorch on top of Triplet-GMPNN's step.
 """

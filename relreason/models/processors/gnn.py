@@ -183,7 +183,7 @@ class Reduction(str, enum.Enum):
     MASKED_MAX = "masked_max"
     # max_i adj_ij * m_ij over every real sender i: a non-neighbour counts as a message of 0, so the maximum is
     # at least 0 wherever a receiver has one. The CLRS-30 release's code, `self.reduction(msgs * adj, axis=1)`
-    # (clrs eddd94e processors.py L362; from 3ec2655, 2022-02-18, on unrectified messages: see recipes/clrs30.yaml)
+    # (clrs eddd94e processors.py L362; from 3ec2655, 2022-02-18, on unrectified messages: see relreason/recipes/clrs30.yaml)
     ADJACENCY_PRODUCT_MAX = "adjacency_product_max"
 
 
@@ -191,7 +191,7 @@ class Reduction(str, enum.Enum):
 class PGNConfig(MPNNConfig):
     """PGN's options (and Deep Sets', a PGN on self-loops): the MPNN's plus how the maximum treats non-neighbours."""
 
-    reduction: Reduction = Reduction.MASKED_MAX  # clrs 2.0.x: non-neighbours masked out (recipes/clrs30.yaml: the release's)
+    reduction: Reduction = Reduction.MASKED_MAX  # clrs 2.0.x: non-neighbours masked out (relreason/recipes/clrs30.yaml: the release's)
 
     def __post_init__(self) -> None:
         super().__post_init__()

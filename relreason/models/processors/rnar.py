@@ -38,7 +38,7 @@ from relreason.models.sparse import SparseForm, SparseGraph
 
 @dataclass
 class RNARConfig(TripletGMPNNConfig):
-    """RNAR's options: Triplet-GMPNN's (its base here, see recipes/rnar.yaml); the LSTM is as wide as the messages."""
+    """RNAR's options: Triplet-GMPNN's (its base here, see relreason/recipes/rnar.yaml); the LSTM is as wide as the messages."""
 
     forget_bias: float = 0.0  # on the forget gate's pre-activation: PyTorch nn.LSTM's 0 (hk.LSTM: 1; authors' unknown)
 

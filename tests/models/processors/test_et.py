@@ -35,7 +35,7 @@ VARIANTS = {
     "untied": {"tied": False},
     "no_carry": {"carry_state": False},
     "post_norm": {"norm": "post"},
-    # Mueller et al.'s CLRS configuration (recipes/et.yaml), at the test width (= H, as edge_projection needs)
+    # Mueller et al.'s CLRS configuration (relreason/recipes/et.yaml), at the test width (= H, as edge_projection needs)
     "mueller": {"tied": False, "ff_factor": 2, "norm": "pre_and_post", "carry_state": False,
                 "edge_projection": False, "graph_input": "nodes", "init": "haiku"},
 }

@@ -18,10 +18,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from relreason.errors import RelreasonError
-from relreason.eval.comparison import Cell, Comparison
 from relreason.eval.metric_kinds import format_score
-from relreason.eval.records import RunInfo, Status
 from relreason.eval.report import render
+from relreason.runs.comparison import Cell, Comparison
+from relreason.runs.records import RunInfo, Status
 
 
 def format_age(seconds: float) -> str:

@@ -1,8 +1,8 @@
 """Figures of runs: learning curves of several runs, the bar chart of an ablation, and scores
 against graph size of size sweeps.
 
-    from relreason.eval.runs import load_runs
-    from relreason.eval.plot import curves_figure, ood_figure, save_figure
+    from relreason.runs.discovery import load_runs
+    from relreason.runs.plot import curves_figure, ood_figure, save_figure
     fig = curves_figure(load_runs(["runs/a", "runs/b"]))
     save_figure(fig, "curves.png")
     fig = ood_figure([("runs/a", read_sweep("runs/a")), ...], by="model")   # relreason.eval.grid.read_sweep
@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Optional
 
 from relreason.errors import RelreasonError
-from relreason.eval.discovery import discover_runs
 from relreason.eval.metric_kinds import UNKNOWN_METRIC, Metric, MetricLookup, resolve_metric
-from relreason.eval.records import RunInfo
-from relreason.eval.stats import Summary as Stat
 from relreason.rundir import RunDir, read_metrics, validations
+from relreason.runs.discovery import discover_runs
+from relreason.runs.records import RunInfo
+from relreason.runs.stats import Summary as Stat
 
 FORMATS = ("png", "svg", "pdf")
 
@@ -174,7 +174,7 @@ def ood_figure(sweeps: list[tuple[str, dict]], by: str = "run"):
     """Score against graph size (log2 axis) of size sweeps (`relreason.eval.grid.read_sweep` documents),
     given as (where it came from, sweep). `by="run"`: one line per sweep; `by="model"`: one line per
     model (and task), the mean over its sweeps (the seeds of the model) with a band of ± the sample std
-    (relreason.eval.stats.Summary) where two or more seeds have the size. With several graph families,
+    (relreason.runs.stats.Summary) where two or more seeds have the size. With several graph families,
     one line per family as well.
 
     Raises RelreasonError for an unknown grouping, sweeps of different metrics, or the same

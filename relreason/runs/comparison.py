@@ -7,8 +7,8 @@
 Every score column (or, when metrics differ between rows, a metric column) names its metric and
 direction; averages over tasks appear only when every task has the same metric. With `against`, each
 other column's difference from that one is judged by the comparison every table uses
-(relreason.eval.stats.difference: Welch's 95% interval and the verdict against a margin). Rendering the table
-(rich, md, csv, latex, json) is relreason.eval.run_tables.
+(relreason.runs.stats.difference: Welch's 95% interval and the verdict against a margin). Rendering the table
+(rich, md, csv, latex, json) is relreason.runs.run_tables.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from relreason.errors import RelreasonError
-from relreason.eval.grouping import Group, group_runs
 from relreason.eval.metric_kinds import Metric, format_score
-from relreason.eval.records import RunInfo, Status
-from relreason.eval.stats import MARGIN, STD_KIND, Figure, Spread, Summary as Stat, check_margin, difference
+from relreason.runs.grouping import Group, group_runs
+from relreason.runs.records import RunInfo, Status
+from relreason.runs.stats import MARGIN, STD_KIND, Figure, Spread, Summary as Stat, check_margin, difference
 
 
 class GroupBy(str, enum.Enum):

@@ -9,7 +9,7 @@ import statistics
 import pytest
 
 from relreason.errors import RelreasonError
-from relreason.eval.stats import Figure, Spread, Summary, Verdict, check_margin, difference, t975, t_quantile
+from relreason.runs.stats import Figure, Spread, Summary, Verdict, check_margin, difference, t975, t_quantile
 
 
 @pytest.mark.parametrize("df, value", [(1, 12.7062), (2, 4.3027), (3, 3.1824), (4, 2.7764), (6, 2.4469), (8, 2.3060),

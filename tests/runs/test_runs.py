@@ -1,4 +1,4 @@
-"""Run discovery, status, fallbacks and seed aggregation (relreason.eval.runs) on synthetic run folders."""
+"""Run discovery, status, fallbacks and seed aggregation (relreason.runs) on synthetic run folders."""
 
 from __future__ import annotations
 
@@ -11,8 +11,13 @@ import pytest
 from fake_runs import dead_pid, live_lock, make_ablation, make_run, write_json
 
 from relreason.errors import RelreasonError
-from relreason.eval.runs import (METRICS, Cell, GroupBy, Stat, Status, compare, discover_runs, group_runs, load_runs,
-                                 read_run, render_comparison, resolve_metric, run_rows)
+from relreason.eval.metric_kinds import METRICS, resolve_metric
+from relreason.runs.comparison import Cell, GroupBy, compare
+from relreason.runs.discovery import discover_runs, load_runs
+from relreason.runs.grouping import group_runs
+from relreason.runs.records import Status, read_run
+from relreason.runs.run_tables import render_comparison, run_rows
+from relreason.runs.stats import Summary as Stat
 
 
 def registry_metric(task):
@@ -291,8 +296,8 @@ def test_kernel_only_options_pool_seeds_and_protocol_keys_do_not(tmp_path):
 
 def test_against_judges_each_column_by_the_comparison_every_table_uses(tmp_path):
     """`compare --against`: the difference from the reference column, Welch's interval and the verdict, the same
-    numbers relreason.eval.stats.difference gives the tables of `reproduce`, `ablate` and RESULTS.md."""
-    from relreason.eval.stats import Figure, Spread, Summary, difference
+    numbers relreason.runs.stats.difference gives the tables of `reproduce`, `ablate` and RESULTS.md."""
+    from relreason.runs.stats import Figure, Spread, Summary, difference
 
     for model, scores in (("mpnn", (0.90, 0.91, 0.92, 0.93)), ("rt", (0.905, 0.915, 0.925, 0.935)),
                           ("gat", (0.60,))):

@@ -15,8 +15,8 @@ from typing import Iterable, Optional
 
 from relreason.errors import RelreasonError
 from relreason.eval.metric_kinds import UNKNOWN_METRIC, MetricLookup
-from relreason.eval.records import RunInfo, read_run
 from relreason.rundir import find_run_dirs
+from relreason.runs.records import RunInfo, read_run
 
 
 def discover_runs(root: Path | str = "runs", metric_of: Optional[MetricLookup] = None) -> list[RunInfo]:

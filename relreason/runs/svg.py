@@ -1,5 +1,5 @@
 """Line charts as inline SVG text: the figures of `relreason report`'s page, which must show with no
-network and no JavaScript (matplotlib stays optional: relreason.eval.plot).
+network and no JavaScript (matplotlib stays optional: relreason.runs.plot).
 
     svg = line_chart([Series("mpnn seed 0", [(0, 0.1), (1600, 0.5), (3200, 0.8)])],
                      title="bellman_ford", xlabel="training examples", ylabel="validation score (%)", scale=100)

@@ -6,7 +6,7 @@
 A run's setting is its config without what does not change what it computes: the one definition of
 relreason.protocol (`setting_identity`: machine and kernel options, the NAR's path, the recipe's
 label and the seed), the same the studies use for their cells. Seeds are aggregated with the sample
-standard deviation (ddof = 1, relreason.eval.stats), as `relreason ablate` and `relreason reproduce`
+standard deviation (ddof = 1, relreason.runs.stats), as `relreason ablate` and `relreason reproduce`
 do, so every command prints the same numbers for the same runs.
 """
 
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from relreason.errors import RelreasonError
 from relreason.eval.metric_kinds import UNKNOWN_METRIC, Metric
-from relreason.eval.records import RunInfo, Status
-from relreason.eval.stats import STD_KIND, Summary as Stat
 from relreason.protocol import setting_identity
+from relreason.runs.records import RunInfo, Status
+from relreason.runs.stats import STD_KIND, Summary as Stat
 
 
 def _flatten(tree: dict, prefix: tuple = ()) -> dict:

@@ -1,4 +1,4 @@
-"""Figures (relreason.eval.plot): learning curves, ablation bars and size sweeps, checked on the Figure
+"""Figures (relreason.runs.plot): learning curves, ablation bars and size sweeps, checked on the Figure
 objects and on the written files."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 from fake_runs import make_ablation, make_run
 
 from relreason.errors import RelreasonError
-from relreason.eval.runs import load_runs, read_ablation
-
-from relreason.eval.plot import ablation_figure, curves_figure, ood_figure, require_matplotlib, save_figure
+from relreason.runs.discovery import load_runs
+from relreason.runs.plot import ablation_figure, curves_figure, ood_figure, require_matplotlib, save_figure
+from relreason.runs.records import read_ablation
 
 # every test but the last draws a figure (the `matplotlib_installed` fixture: tests/conftest.py)
 needs_matplotlib = pytest.mark.usefixtures("matplotlib_installed")

@@ -1,0 +1,259 @@
+"""Result files: what `relreason results` copies from finished `relreason reproduce` cells into the results
+directory the repository commits, what `reproduce --verify` re-trains against them, and reading them back.
+
+    written = collect_results(Path("reproduce"), Path("results"))   # reproduce/cells/** -> results/
+    files = cell_files(Path("results"))                              # ((model, setting, task, seed), RunResults)
+
+`collect_results` copies each finished cell of `relreason reproduce` (its run's results.json: scores,
+resolved config, command, hardware, wall time) to `results/cells/<model>/<setting>/<task>/seed<k>.json`,
+the files the repository commits (with its validation curve under `results/curves/` and, when the cell's run
+directory holds a size sweep (`relreason eval RUN --ood LIST --save RUN`), that sweep under `results/sweeps/`),
+and records how far every unfinished cell got under
+`results/progress/` (same layout). For every finished cell it also writes `results/selection/` (same layout):
+how the protocol's best-on-validation checkpoint was chosen (validations run, how many reached the best
+score, first and last time) and, as a diagnostic that is not the protocol, the test score of the run's
+last checkpoint, evaluated once by `relreason results` on the same test split. RESULTS.md and the HTML page
+are written from those files alone (relreason.studies.results_report).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from relreason.config import config_from_dict
+from relreason.errors import RelreasonError
+from relreason.eval.grid import SWEEP_FILE, read_sweep
+from relreason.rundir import (CELL_RUN, RunDir, RunResults, read_object, read_run_record, read_trainer_state,
+                              seed_of_dir)
+from relreason.studies.cells import result_identity
+
+CELLS, PROGRESS, SELECTION, CURVES, VERIFY, SWEEPS = "cells", "progress", "selection", "curves", "verify", "sweeps"
+VERIFY_LOSS_RTOL = 1e-4  # a training loss re-computed on another machine may differ in its last bits; scores may not
+
+
+def _write(path: Path, data: dict) -> bool:
+    """Writes `data` as JSON atomically; False when the file already holds exactly that."""
+    from relreason.data.store import atomic_path
+
+    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
+    if path.is_file() and path.read_text() == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+    return True
+
+
+def collect_results(source: Path, results: Path) -> list[Path]:
+    """Copies the finished cells under `source`/cells into `results`/cells and the state of the
+    unfinished ones into `results`/progress; returns the files written (unchanged ones are not)."""
+    root = Path(source) / CELLS
+    if not root.is_dir():
+        raise RelreasonError(f"{root} holds no cells", "run `relreason reproduce TABLE` first (or give --from)")
+    written = []
+    for run in sorted(root.glob(f"*/*/*/seed*/{CELL_RUN}")):
+        rel = run.parent.relative_to(root)  # <model>/<setting>/<task>/seed<k>
+        files = RunDir(run)
+        if files.results.is_file():
+            data = read_object(files.results)
+            RunResults.from_dict(data, str(files.results))  # validated; copied as written (its schema version kept)
+            if _write(Path(results) / CELLS / f"{rel}.json", data):
+                written.append(Path(results) / CELLS / f"{rel}.json")
+            curve, points = Path(results) / CURVES / f"{rel}.json", validation_curve(run)
+            if points is not None and _write(curve, points):
+                written.append(curve)
+            sweep = Path(results) / SWEEPS / f"{rel}.json"
+            if (run / SWEEP_FILE).is_file() and _write(sweep, read_sweep(run)):  # `eval RUN --ood LIST --save RUN`
+                written.append(sweep)
+            selection = Path(results) / SELECTION / f"{rel}.json"
+            record = model_selection(run, selection)
+            if record is not None and _write(selection, record):
+                written.append(selection)
+            (Path(results) / PROGRESS / f"{rel}.json").unlink(missing_ok=True)
+            continue
+        if not files.last.trainer_state.is_file():
+            continue
+        st = read_trainer_state(files.last.path)
+        cfg = read_run_record(run)
+        committed = Path(results) / CELLS / f"{rel}.json"
+        if committed.is_file() and result_identity(read_object(committed).get("config") or {}) == \
+                result_identity(cfg.config):
+            # the cell is finished and committed under this config (a fresh work tree retrained part of it
+            # before `reproduce --committed` kept it): not in progress
+            (Path(results) / PROGRESS / f"{rel}.json").unlink(missing_ok=True)
+            continue
+        record = {"examples": st.examples, "train_examples": cfg.config["train"]["train_examples"],
+                  "best_val": st.best_val, "seconds": round(st.seconds, 1), "hardware": st.hardware,
+                  "command": cfg.command, "config": cfg.config}
+        if _write(Path(results) / PROGRESS / f"{rel}.json", record):
+            written.append(Path(results) / PROGRESS / f"{rel}.json")
+    return written
+
+
+# The larger diagnostic test beside the protocol's (never a verdict): 10 x the protocol's test samples (320
+# graphs at n = 64 for most algorithms), drawn with a seed none of the benchmark's splits uses (1-3: train,
+# val, test), scored on the protocol's selected checkpoint. The protocol's 32 graphs carry about ±0.4-1
+# point of test-set noise per seed; ten times the samples cut it by about 3.
+DIAGNOSTIC_TEST_FACTOR = 10
+DIAGNOSTIC_TEST_SEED = 4
+
+
+def model_selection(run: Path, cached: Path | None = None) -> dict | None:
+    """How a finished run's tested checkpoint was chosen, from its metrics.jsonl: validations run, the
+    best score, how many validations reached it and the first and last of them (the protocol tests the
+    first), with the test score of the selected checkpoint and two diagnostics that are not the protocol:
+    the test score of the last checkpoint (`last/`, on the run's own test split) and the selected
+    checkpoint's score on a larger independent test set at the same size (DIAGNOSTIC_TEST_*; single
+    CLRS tasks only). None when the run has no validations or no last checkpoint. `cached`: a record
+    written before for this same run is reused instead of evaluating again."""
+    from relreason.rundir import ValidationRow, read_metrics, read_results
+
+    files = RunDir(run)
+    res = read_results(files.results)
+    vals = [r for r in read_metrics(files.metrics) if isinstance(r, ValidationRow)]
+    if not vals or not files.last.weights.is_file() or res.best_val is None:
+        return None
+    at_best = [r.examples for r in vals if r.score == res.best_val]
+    record = {"validations": len(vals), "best_val": res.best_val, "at_best": len(at_best),
+              "first_best_examples": min(at_best, default=None), "last_best_examples": max(at_best, default=None),
+              "selected_examples": res.best_examples, "selected_test": res.test.score,
+              "last_examples": res.examples, "test_label": res.test_label}
+    old = read_object(cached) if cached is not None and cached.is_file() else {}
+    if {k: old.get(k) for k in record} != record:
+        old = {}
+    from relreason.train.evaluation import evaluate_checkpoint
+
+    if "last_test" not in old:
+        last = evaluate_checkpoint(files.last.path)
+        if last["label"] != res.test_label:
+            raise RelreasonError(f"{run}/last was tested on {last['label']!r}, its run on {res.test_label!r}",
+                                 "the run's test split changed; retrain the cell")
+        old["last_test"] = last["score"]
+    large = {k: old[k] for k in ("large_test", "large_test_label") if k in old}
+    if not large:
+        large = larger_test(files.best.path, res)
+    return {**record, "last_test": old["last_test"], **large}
+
+
+def larger_test(checkpoint: Path, res: RunResults) -> dict:
+    """{"large_test", "large_test_label"}: the checkpoint on DIAGNOSTIC_TEST_FACTOR x the protocol's test
+    samples at its test size, seed DIAGNOSTIC_TEST_SEED; {} for runs that are not one CLRS algorithm."""
+    from relreason.data.algorithms import ALGORITHMS, canonical_split
+    from relreason.train.evaluation import evaluate_checkpoint
+
+    if res.task not in ALGORITHMS.names() or res.per_task:
+        return {}
+    num = DIAGNOSTIC_TEST_FACTOR * canonical_split(res.task, "test").num
+    got = evaluate_checkpoint(checkpoint, ood=res.test_size, num=num, seed=DIAGNOSTIC_TEST_SEED)
+    return {"large_test": got["score"], "large_test_label": got["label"]}
+
+
+def validation_curve(run: Path) -> dict | None:
+    """The run's validations as metrics.jsonl holds them ({"examples", "score", "loss"} each), with the code that
+    trained it: what `reproduce --verify` re-trains a prefix of and compares. None: no validation recorded."""
+    from relreason.rundir import ValidationRow, read_metrics, read_results
+
+    res = read_results(RunDir(run).results)
+    rows = [r for r in read_metrics(RunDir(run).metrics) if isinstance(r, ValidationRow)]
+    if not rows:
+        return None
+    return {"code": res.code, "validations": [{"examples": r.examples, "score": r.score, "loss": r.loss}
+                                              for r in rows]}
+
+
+def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda m: None) -> dict:
+    """Re-trains a cell (its resolved `config`, its seed) with today's code up to the `validations`-th
+    validation of its stored `curve` (validation_curve) and compares them: the examples and validation
+    scores exactly, the training loss beside each within VERIFY_LOSS_RTOL. Returns {"validations",
+    "matches", "difference" (the first, in words; None when they match), "code" (today's), "stored_code"}."""
+    import dataclasses
+    import math
+
+    from relreason.rundir import ValidationRow, read_metrics
+    from relreason.runtime import code_record
+    from relreason.train import run
+
+    if validations < 2:
+        raise RelreasonError(f"--verify-validations {validations}: the first validation is before any training",
+                             "give at least 2")
+    stored = curve["validations"][:validations]
+    t = config.train
+    if t.lr_schedule != "constant" or t.warmup_examples:
+        raise RelreasonError(f"cannot verify a prefix of a run whose learning rate follows train.lr_schedule "
+                             f"{t.lr_schedule} (warm-up {t.warmup_examples}): its rates depend on the whole budget",
+                             "verify cells trained at a constant rate (every paper recipe)")
+    upto = stored[-1]["examples"]
+    cfg = dataclasses.replace(config, train=dataclasses.replace(t, train_examples=max(upto, t.batch_size)))
+    scratch = Path(workdir) / "verify"
+    if scratch.is_dir() and (scratch / "config.json").is_file():  # an earlier --verify's re-training: start afresh
+        import shutil
+
+        shutil.rmtree(scratch)
+    run(cfg, out=workdir, name="verify", show_progress=False, log=log)
+    now = [r for r in read_metrics(workdir / "verify" / "metrics.jsonl") if isinstance(r, ValidationRow)]
+    difference = None
+    for old, new in zip(stored, now):
+        if (old["examples"], old["score"]) != (new.examples, new.score):
+            difference = (f"validation at {old['examples']:,} examples: {old['score']:.6f} stored, "
+                          f"{new.score:.6f} now (at {new.examples:,})")
+        elif (old["loss"] is None) != (new.loss is None) or (
+                old["loss"] is not None and not math.isclose(old["loss"], new.loss, rel_tol=VERIFY_LOSS_RTOL)):
+            difference = f"training loss at {old['examples']:,} examples: {old['loss']} stored, {new.loss} now"
+        if difference:
+            break
+    if difference is None and len(now) < len(stored):
+        difference = f"{len(now)} validations re-trained, {len(stored)} stored"
+    return {"validations": len(stored), "matches": difference is None, "difference": difference,
+            "code": code_record(), "stored_code": curve.get("code")}
+
+
+def verify_table(table: str, tasks: str | None, seeds: int, models: str | None, results: Path, validations: int,
+                 workdir: Path, log=lambda m: None) -> list[dict]:
+    """`reproduce TABLE --verify`: verify_cell for every planned cell of the table that has a committed curve
+    under `results`, re-trained under the config its result file stored (threads and device too); each verdict
+    is written to results/verify/ (RESULTS.md reads it). Returns the rows."""
+    from relreason.studies.cells import plan_cells
+    from relreason.studies.tables import TABLES
+    from relreason.tasks import expand_tasks
+
+    study = TABLES.get(table)
+    cells = plan_cells(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, None, workdir / "plan",
+                       models=models.split(",") if models else None)
+    rows = []
+    for cell in cells:
+        rel = cell.directory.relative_to(workdir / "plan" / CELLS)
+        curve_file = Path(results) / CURVES / f"{rel}.json"
+        if not curve_file.is_file():
+            continue
+        log(f"verifying {rel}")
+        # the cell's own stored config, machine keys included: another thread count reorders float sums, and a
+        # trajectory that differs by rounding would hide whether the code computes otherwise
+        stored = Path(results) / CELLS / f"{rel}.json"
+        config = config_from_dict(read_object(stored)["config"]) if stored.is_file() else cell.config
+        got = verify_cell(config, read_object(curve_file), validations, workdir / str(rel), log)
+        _write(Path(results) / VERIFY / f"{rel}.json", got)
+        rows.append({"cell": str(rel), **got})
+    if not rows:
+        raise RelreasonError(f"no cell of {table} (these tasks, models and seeds) has a committed validation curve "
+                             f"under {results}/{CURVES}", "run `relreason results` after its cells finish")
+    return rows
+
+
+def result_files(results: Path, kind: str) -> list[tuple[tuple[str, str, str, int], Path]]:
+    """((model, setting, task, seed), path) of every result file under `results`/`kind` (CELLS, PROGRESS, SELECTION or VERIFY)."""
+    out = []
+    for path in sorted((Path(results) / kind).glob("*/*/*/seed*.json")):
+        model, setting, task = path.parts[-4:-1]
+        out.append(((model, setting, task, seed_of_dir(path.stem)), path))
+    return out
+
+
+def cell_files(results: Path) -> list[tuple[tuple[str, str, str, int], RunResults]]:
+    """((model, setting, task, seed), its results) of every finished cell under `results`, validated."""
+    return [(key, RunResults.from_dict(read_object(path), str(path))) for key, path in result_files(results, CELLS)]
+
+
+def progress_files(results: Path) -> list[tuple[tuple[str, str, str, int], dict]]:
+    """((model, setting, task, seed), how far it got) of every unfinished cell under `results`."""
+    return [(key, read_object(path)) for key, path in result_files(results, PROGRESS)]
