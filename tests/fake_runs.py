@@ -77,7 +77,8 @@ HELD: list = []  # locks held by the test process for "running" fake runs
 
 def results_json(config: dict, score: float = 0.5, **fields) -> str:
     """The results.json of a finished run with the stored config `config` (Config.to_dict()), as the loop
-    writes it (relreason.rundir.RunResults); `fields` replace any of its values."""
+    writes it (relreason.rundir.RunResults, with the code that made it); `fields` replace any of its values
+    (`code=None`: a run written before runs recorded their code)."""
     from relreason.rundir import RunResults, TestScores
 
     train = config["train"]
@@ -87,7 +88,7 @@ def results_json(config: dict, score: float = 0.5, **fields) -> str:
                 examples=train["train_examples"], processes=1, seconds=1.0, hardware=["Test CPU"], train_seconds=1.0,
                 best_val=0.5, best_examples=train["train_examples"], test_size=config["data"]["test_size"],
                 test_label=None, test=TestScores(score=score, outputs={"x": score}, hints={}), per_task={},
-                config=config)
+                config=config, code=[{"version": "0.1.0", "source": "test", "commit": None, "dirty": None}])
     return RunResults(**{**base, **fields}).to_json()
 
 

@@ -105,7 +105,7 @@ def test_the_page_shows_results_mds_own_rows_and_the_committed_figures(tmp_path)
     # one source of truth: every table of RESULTS.md, cell for cell, and no other table
     assert [[[c.strip() for c in row] for row in t] for t in parser.tables] == \
         _markdown_tables((tmp_path / "RESULTS.md").read_text())
-    assert counts == {"sections": 1, "tables": 3, "figures": 2}
+    assert counts == {"sections": 2, "tables": 4, "figures": 2}  # the summary, then the table
     assert html.count('data-kind="curve"') == 1 and html.count('data-kind="ood"') == 1
     assert 'data-series="2"' in html  # the curve chart has a line per seed
     # self-contained: nothing to fetch, no script
@@ -193,7 +193,7 @@ def test_the_page_renders_in_a_headless_browser(tmp_path):
     dom = _chromium(tmp_path / "report.html", "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert "CONSOLE" not in dom.stderr, [x for x in dom.stderr.splitlines() if "CONSOLE" in x]
-    assert dom.stdout.count("<table ") == counts["tables"] == 3
+    assert dom.stdout.count("<table ") == counts["tables"] == 4
     assert dom.stdout.count("<figure ") == counts["figures"] == 2 and dom.stdout.count("<svg ") == 2
     assert "ibarz2022: Triplet-GMPNN" in dom.stdout
     shot = _chromium(tmp_path / "report.html", f"--screenshot={tmp_path / 'page.png'}", "--window-size=800,900",

@@ -276,3 +276,61 @@ def test_a_committed_cell_retrained_in_part_is_not_shown_in_progress(tmp_path):
     cfg["train"]["train_examples"] = 1000
     (again.run_dir / "config.json").write_text(json.dumps({"relreason": "0.1.0", "config": cfg, "command": "c"}))
     assert collect_results(tmp_path / "rep2", tmp_path / "results") == [listed]
+
+
+def test_the_summary_opens_the_report_with_each_columns_cells_average_verdict_device_and_compute(tmp_path):
+    study = TABLES.get("ibarz2022")
+    for cell, score in zip(plan_cells(study, ["bellman_ford"], 3, None, tmp_path / "rep", []), (0.97, 0.975, 0.98)):
+        _finish(cell, score, seconds=1800.0)
+    collect_results(tmp_path / "rep", tmp_path / "results")
+    write_report(tmp_path / "results", tmp_path / "RESULTS.md")
+    md = (tmp_path / "RESULTS.md").read_text()
+    assert md.index("## Summary") < md.index("## ibarz2022")
+    # 3 comparable cells of 30 tasks x the paper's 10 seeds; one task compares, so its row's figures (see the
+    # test above: 97.50 against 97.39, inconclusive at ±1); one device; 3 x 30 minutes
+    assert ("| ibarz2022 | triplet-gmpnn | 3 of 300 | 97.50 over 1 task | 97.39 ± 0.19 (± undefined, 10 seeds) "
+            "| inconclusive | Test CPU (2 cores), cpu | 1.50 h |") in md
+
+
+def test_a_cell_whose_code_is_not_recorded_stands_apart_and_is_trained_again(tmp_path, monkeypatch):
+    """A cell written before cells recorded their code cannot be verified: out of every table and average, in a
+    section of its own, and `reproduce --committed` trains it again."""
+    import relreason.studies.sweep as sweep
+
+    study = TABLES.get("ibarz2022")
+    cells = plan_cells(study, ["bellman_ford"], 2, None, tmp_path / "rep", [])
+    _finish(cells[0], 0.97)
+    cfg = cells[1].config.to_dict()
+    cells[1].run_dir.mkdir(parents=True)
+    (cells[1].run_dir / "results.json").write_text(results_json(cfg, 0.5, code=None, hardware=["Old CPU"]))
+    collect_results(tmp_path / "rep", tmp_path / "results")
+    write_report(tmp_path / "results", tmp_path / "RESULTS.md")
+    md = (tmp_path / "RESULTS.md").read_text()
+    table = md[md.index("## ibarz2022"):md.index("## Cells whose code is not recorded")]
+    assert "| bellman_ford | triplet-gmpnn | 97.00 | 1 of 10 |" in table and "50.00" not in table
+    assert "| triplet_gmpnn | triplet_gmpnn | bellman_ford | 1 | 50.00 | 0.0 min | Old CPU |" in md
+    trained = []
+    monkeypatch.setattr(sweep, "run_cells", lambda name, todo, *a, **k: trained.extend(c.seed for g in todo for c in g))
+    sweep.run_table("ibarz2022", "bellman_ford", 2, out=tmp_path / "rep2", committed=tmp_path / "results",
+                    log=lambda m: None)
+    assert trained == [1]
+
+
+def test_results_writes_readmes_summary_between_its_markers_and_nothing_else(tmp_path):
+    from relreason.studies.results_report import README_MARKERS
+
+    study = TABLES.get("ibarz2022")
+    (cell,) = plan_cells(study, ["bellman_ford"], 1, None, tmp_path / "rep", [])
+    _finish(cell, 0.97)
+    collect_results(tmp_path / "rep", tmp_path / "results")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\nbefore\n{README_MARKERS[0]}\nstale figure 12.34\n{README_MARKERS[1]}\nafter\n")
+    write_report(tmp_path / "results", tmp_path / "RESULTS.md")
+    text = readme.read_text()
+    assert text.startswith(f"# x\n\nbefore\n{README_MARKERS[0]}\n| table | column | cells done |")
+    assert text.endswith(f"{README_MARKERS[1]}\nafter\n") and "stale figure" not in text
+    assert "| ibarz2022 | triplet-gmpnn | 1 of 300 |" in text
+    unmarked = "# y\nno markers here\n"
+    readme.write_text(unmarked)
+    write_report(tmp_path / "results", tmp_path / "RESULTS.md")
+    assert readme.read_text() == unmarked

@@ -218,7 +218,9 @@ def cell_label(c: Cell) -> str:
 def committed_result(c: Cell, out: Path, committed: Path | None):
     """The cell's finished result committed under `committed` (the directory `relreason results` writes:
     COMMITTED/cells/<model>/<setting>/<task>/seed<k>.json), when it was computed under the cell's config
-    (`result_identity`) with the plugins installed here; else None. Only a table's cells have that layout."""
+    (`result_identity`) with the plugins installed here and records the code that made it (a cell without
+    one cannot be verified: RESULTS.md keeps it out of every table, and it is trained again); else None. Only a
+    table's cells have that layout."""
     from relreason.train.checkpoint import plugin_changes
 
     if committed is None:
@@ -235,7 +237,7 @@ def committed_result(c: Cell, out: Path, committed: Path | None):
     except RelreasonError:
         return None
     same = result_identity(data.config) == result_identity(c.config.to_dict()) and not plugin_changes(data.plugins)
-    return data if same else None
+    return data if same and data.code else None
 
 
 def cell_record(c: Cell, data=None, run: Path | None = None) -> dict:

@@ -3,7 +3,9 @@ never typed.
 
     relreason results            # collect reproduce/cells/**/run/results.json, then write RESULTS.md
 
-`write_report` reads only the result files: for every published table (relreason.studies.tables) that has
+`write_report` reads only the result files: first a summary (per table and column: cells done, our average
+against the paper's with its verdict, the devices and the compute; also written into README.md between
+README_MARKERS), then for every published table (relreason.studies.tables) that has
 results, the table as `relreason reproduce` prints it (ours as mean ± sample std with seed counts, the published
 figure, the difference with Welch's 95% interval and the verdict against the table's equivalence margin, cells
 that are not the paper's protocol marked so), then each cell's command, hardware and wall time, the
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from relreason.config import build_config, to_plain
 from relreason.rundir import RunResults, read_object
+from relreason.runs.stats import Verdict
 from relreason.runtime import source_digest
 from relreason.studies.cells import result_identity
 from relreason.studies.plan import PLAN_COLUMNS, PLAN_FILE, plan_status, read_plan
@@ -27,6 +30,7 @@ from relreason.studies.report import study_table
 from relreason.studies.results import (DIAGNOSTIC_TEST_FACTOR, DIAGNOSTIC_TEST_SEED, SELECTION, VERIFY, cell_files,
                                        progress_files, result_files)
 from relreason.studies.variants import Study
+from relreason.tasks import expand_tasks
 
 
 def code_label(code: dict | None) -> str:
@@ -72,7 +76,6 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
     recipe that is no table's protocol (e.g. `quick`: kept, marked not comparable); the cells of
     another table's protocol (clrs30's MPNN in rt-table19) stay in that table. None when it has none."""
     from relreason.studies.cells import delta_slug
-    from relreason.tasks import expand_tasks
 
     tasks = expand_tasks(study.tasks)
     records = []
@@ -204,11 +207,15 @@ def report_sections(results: Path, margin: float | None = None, tables: list[str
     from relreason.studies.report import table_margin
     from relreason.studies.tables import TABLES
 
-    files, progress = cell_files(results), progress_files(results)
+    every, progress = cell_files(results), progress_files(results)
+    # a cell whose code is not recorded cannot be verified: shown in a section of its own, out of every table
+    files = [(key, res) for key, res in every if res.code]
+    unrecorded = [(key, res) for key, res in every if not res.code]
     selection = {key: read_object(path) for key, path in result_files(results, SELECTION)}
     verified = {key: read_object(path) for key, path in result_files(results, VERIFY)}
     today = source_digest()
     sections: list[Section] = []
+    summary: list[dict] = []
     seen: dict[tuple, str] = {}  # a cell's (model, setting, task, seed) -> the first table that showed it
     for name, study in TABLES.items():
         if tables is not None and name not in tables:
@@ -260,6 +267,15 @@ def report_sections(results: Path, margin: float | None = None, tables: list[str
                              f"{DIAGNOSTIC_TEST_SEED}; the protocol's 32 graphs carry about ±0.4-1 point of test-set "
                              "noise):"), Block(rows=picked, columns=SELECTION_COLUMNS)]
         sections.append(Section("table", name, title, blocks, ordered))
+        summary += summary_rows(study, result, rows)
+    if tables is None and unrecorded:
+        rows = [dict(zip(UNRECORDED_COLUMNS, [
+            model, setting, task, str(seed), f"{100 * res.test.score:.2f}", duration(res.seconds),
+            "; ".join(res.hardware or []) or "not recorded"])) for (model, setting, task, seed), res in unrecorded]
+        sections.append(Section("unrecorded", "unrecorded", "Cells whose code is not recorded", [
+            Block("Trained before a cell recorded the code that made it, so `reproduce --verify` cannot check them: "
+                  "they stand in no table and no average, and `relreason reproduce` trains them again under their "
+                  "table's command. Their scores, for the record:"), Block(rows=rows, columns=UNRECORDED_COLUMNS)]))
     if tables is None and progress:
         rows = []
         for (model, setting, task, seed), p in progress:
@@ -282,7 +298,83 @@ def report_sections(results: Path, margin: float | None = None, tables: list[str
     if not sections:
         sections.append(Section("empty", "empty", None, [
             Block("No results yet: run `relreason reproduce TABLE`, then `relreason results`.")]))
+    elif tables is None and summary:
+        sections.insert(0, Section("summary", "summary", "Summary", [Block(SUMMARY_TEXT),
+                                                                       Block(rows=summary, columns=SUMMARY_COLUMNS)]))
     return sections
+
+
+SUMMARY_COLUMNS = ["table", "column", "cells done", "ours (average)", "paper (same tasks)", "verdict", "device",
+                   "compute"]
+SUMMARY_TEXT = ("Each published table with finished cells, one row per column: its comparable cells done against "
+                "the table at the paper's seed count, our average over the tasks that compare (two or more seeds "
+                "of ours and a published figure) beside the paper's over the same tasks, with the verdict; the "
+                "devices its cells ran on and their wall time summed. The sections below give every cell.")
+UNRECORDED_COLUMNS = ["model", "setting", "task", "seed", "score", "wall time", "hardware"]
+
+
+def _device(hardware: str) -> str:
+    """A hardware record's machine and device ("AMD EPYC (2 cores), 1 torch thread, cpu, torch ..." -> "AMD
+    EPYC (2 cores), cpu")."""
+    parts = hardware.split(", ")
+    return ", ".join([parts[0], *[p for p in parts[1:] if p == "cpu" or p.startswith(("cuda", "mps"))]])
+
+
+def summary_rows(study: Study, result: dict, rows: list[dict]) -> list[dict]:
+    """The summary's rows for one table: per column with cells, how many of its comparable cells are done
+    (of tasks x the paper's seeds, where it printed them), its average row's figures (study_table's), the
+    devices and the summed wall time."""
+    out = []
+    for v in result["variants"]:
+        cells = [c for c in result["cells"] if c["variant"] == v]
+        comparable = sum(bool(c.get("comparable", True)) for c in cells)
+        seeds = max((f.seeds or 0 for (fv, _), f in study.figures.items() if fv == v), default=0)
+        tasks = len(expand_tasks(study.tasks))
+        done = f"{comparable} of {tasks * seeds}" if seeds else f"{comparable} ({tasks} tasks)"
+        if comparable < len(cells):
+            done += f"; {len(cells) - comparable} not comparable"
+        average = next((r for r in rows if r["task"] == "average" and r["model"] == v), None)
+        ours = "-"
+        if average is not None and average["ours"] != "-":
+            ours = f"{average['ours']} over {average['seeds'].split(':')[0]}"
+        elif average is None and len(result["tasks"]) == 1:  # study_table averages only over several tasks
+            (task,) = result["tasks"]
+            row = next(r for r in rows if r["task"] == task and r["model"] == v)
+            if row["verdict"] in {v.value for v in Verdict}:  # a comparison that means something: what the average would show
+                average = row
+                ours = f"{row['ours'].split(' ')[0]} over 1 task"
+        devices = sorted({_device(h) for c in cells for h in c["hardware"]}) or ["not recorded"]
+        seconds = sum(c["seconds"] or 0.0 for c in cells)
+        out.append(dict(zip(SUMMARY_COLUMNS, [
+            study.name, v, done, ours, average["paper"] if average else "-", average["verdict"] if average else "-",
+            "; ".join(devices), duration(seconds)])))
+    return out
+
+
+README_MARKERS = ("<!-- results-summary: written by `relreason results`; do not edit -->", "<!-- /results-summary -->")
+
+
+def write_readme_summary(readme: Path, sections: list[Section]) -> bool:
+    """Writes the report's summary table between README_MARKERS in `readme` (README.md's "Results so far"), so
+    that README's figures come from the result files too. False (nothing written) when the file or its markers
+    are missing."""
+    from relreason.data.store import atomic_path
+    from relreason.eval.report import render
+
+    if not Path(readme).is_file():
+        return False
+    text = Path(readme).read_text()
+    start, end = text.find(README_MARKERS[0]), text.find(README_MARKERS[1])
+    if start < 0 or end < start:
+        return False
+    summary = next((s for s in sections if s.kind == "summary"), None)
+    body = render(summary.blocks[1].rows, summary.blocks[1].columns, "md").rstrip("\n") if summary else \
+        "No results yet."
+    new = text[: start + len(README_MARKERS[0])] + "\n" + body + "\n" + text[end:]
+    if new != text:
+        with atomic_path(Path(readme)) as tmp:
+            tmp.write_text(new)
+    return True
 
 
 def markdown_report(sections: list[Section]) -> str:
@@ -306,4 +398,5 @@ def write_report(results: Path, markdown: Path, margin: float | None = None) -> 
     sections = report_sections(results, margin)
     with atomic_path(Path(markdown)) as tmp:
         tmp.write_text(markdown_report(sections))
+    write_readme_summary(Path(markdown).parent / "README.md", sections)
     return sum(s.kind == "table" for s in sections)
