@@ -119,7 +119,8 @@ class Recorder:
 
     def _check_range(self, f: Feature, x: np.ndarray, depth: int) -> None:
         """Index values (pointers, and mask_one / categorical given as indices) must be integers in 0..depth-1."""
-        if x.size and (not np.array_equal(x, np.round(x)) or x.min() < 0 or x.max() > depth - 1):
+        integral = np.issubdtype(x.dtype, np.integer) or np.array_equal(x, np.round(x))
+        if x.size and (not integral or x.min() < 0 or x.max() > depth - 1):
             bad = x[(x != np.round(x)) | (x < 0) | (x > depth - 1)].flat[0].item()
             raise ProbeError(f"{self.algorithm}: probe {f.name} ({f.type.value}) holds {bad:g}, outside the "
                              f"indices 0..{depth - 1}")
