@@ -1,18 +1,20 @@
 """Sorting algorithms (CLRS chapters 2, 6 and 7), recorded with the reference's probes.
 
-Each sort runs as a lockstep batch: one loop iteration is one hint step of every sample still
-running. Insertion and bubble sort take the same steps for every sample; heapsort and quicksort
-recurse differently per sample, so their recursion becomes explicit per-sample state (the current
-heapify node; the unsorted ranges still pending) advanced one probe point at a time.
+Insertion, bubble and quick sort run as lockstep batches: one loop iteration is one hint step of
+every sample still running. Insertion and bubble sort take the same steps for every sample;
+quicksort recurses differently per sample, so its recursion becomes explicit per-sample state (the
+unsorted ranges still pending) advanced one probe point at a time. Heapsort's steps are too small
+for that to pay (a few comparisons and one swap against ~70 array operations per lockstep step):
+each sample runs on plain lists and logs its steps, and the batch's hints are built from the logs.
 
-Every sort keeps `A_pos` [B, N]: `A_pos[b, k]` is the original index of the key now in slot k. The
-hints name elements by original index, as the reference does: `pred_h` is the "array" pointer probe
-(each element points to its left neighbour in the current order, the first element to itself), and a
-mask_one hint on slot k is the one-hot of `A_pos[k]`.
+Every sort keeps `A_pos` [B, N] (heapsort: one sample's `pos`): `A_pos[b, k]` is the original index
+of the key now in slot k. The hints name elements by original index, as the reference does: `pred_h`
+is the "array" pointer probe (each element points to its left neighbour in the current order, the
+first element to itself), and a mask_one hint on slot k is the one-hot of `A_pos[k]`.
 
 Insertion and bubble sort keep the pointer probe up to date as keys move (`SlotOrder`); heapsort
 and quicksort, whose steps do more bookkeeping of their own, record each step's order instead and
-derive their pointer probes for all steps at once at the end. Every loop snapshots a few small
+derive their pointer probes for all steps at once at the end. The lockstep loops snapshot a few small
 arrays per step (`History`); masks are expanded to their stored one-hot form once at the end. That,
 not the textbook logic, is where the time goes. The helpers here are shared by the searching and
 divide-and-conquer families.
