@@ -36,7 +36,7 @@ for strongly connected components.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from array import array
 
 import numpy as np
 
@@ -666,17 +666,19 @@ def mst_kruskal(A: np.ndarray):
     rec = Recorder("mst_kruskal", n, batch=B)
     rec.input(pos=positions(n, B), A=A, adj=graph_adjacency(A))
     heads, tails, counts = _sorted_edges(A)
-    logs = [_kruskal_steps(h[:c], t[:c], n) for h, t, c in zip(heads.tolist(), tails.tolist(), counts.tolist())]
-    lengths = np.array([len(log.steps) // 5 for log in logs], np.int64)
+    log = _KruskalLog()
+    for h, t, c in zip(heads.tolist(), tails.tolist(), counts.tolist()):
+        _kruskal_steps(h[:c], t[:c], n, log)
+    lengths = np.diff(log.ends["steps"], prepend=0) // 5
     T = int(lengths.max())
     row = np.repeat(np.arange(B) * T, lengths) + np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     steps = np.zeros((B * T, 5), np.int64)  # per step u, v, root_u, root_v, phase (zero past each length)
-    steps[row] = np.fromiter((x for log in logs for x in log.steps), np.int64, count=5 * len(row)).reshape(-1, 5)
+    steps[row] = np.frombuffer(log.steps, np.int64).reshape(-1, 5)
     steps = steps.reshape(B, T, 5)
-    joined = _events(logs, "joins")  # sample, step, u, v of each union that joined two trees
+    joined = log.events("joins")  # sample, step, u, v of each union that joined two trees
     hints = {name: one_hot(steps[..., k], 3 if name == "phase" else n)
              for k, name in enumerate(("u", "v", "root_u", "root_v", "phase"))}
-    events = {name: _events(logs, name) for name in ("pi", "mask_u", "mask_v")}
+    events = {name: log.events(name) for name in ("pi", "mask_u", "mask_v")}
     hints.update(pi=fill_steps(np.tile(np.arange(n, dtype=np.int32), (B, 1)), lengths, T, *events["pi"]),
                  mask_u=fill_steps(np.zeros((B, n), np.float32), lengths, T, *events["mask_u"]),
                  mask_v=fill_steps(np.zeros((B, n), np.float32), lengths, T, *events["mask_v"]))
@@ -686,24 +688,32 @@ def mst_kruskal(A: np.ndarray):
     return rec.finish()
 
 
-@dataclass
 class _KruskalLog:
-    """One sample's run: per step (u, v, root_u, root_v, phase), flat; per change of pi, mask_u or
-    mask_v (step, node, value), flat; per union that joined two trees (step, u, v), flat."""
+    """A batch's runs, sample after sample: per step (u, v, root_u, root_v, phase), flat; per change of
+    pi, mask_u or mask_v (step, node, value), flat; per union that joined two trees (step, u, v), flat.
+    `ends[name][b]`: the length of log `name` after sample b (the logs are arrays: read without a copy)."""
 
-    steps: list[int]
-    pi: list[int]
-    mask_u: list[int]
-    mask_v: list[int]
-    joins: list[int]
+    def __init__(self):
+        self.steps, self.pi, self.mask_u, self.mask_v, self.joins = (array("q") for _ in range(5))
+        self.ends: dict[str, list[int]] = {name: [] for name in ("steps", "pi", "mask_u", "mask_v", "joins")}
+
+    def end_sample(self) -> None:
+        for name, ends in self.ends.items():
+            ends.append(len(getattr(self, name)))
+
+    def events(self, name: str) -> tuple[np.ndarray, ...]:
+        """One kind of change over the batch: sample, step, node, value [E] each."""
+        sample = np.repeat(np.arange(len(self.ends[name])), np.diff(self.ends[name], prepend=0) // 3)
+        step, node, value = np.frombuffer(getattr(self, name), np.int64).reshape(-1, 3).T
+        return sample, step, node, value
 
 
-def _kruskal_steps(heads: list[int], tails: list[int], n: int) -> _KruskalLog:
-    """The reference's Kruskal probes for one sample whose sorted edges are (heads[e], tails[e])."""
+def _kruskal_steps(heads: list[int], tails: list[int], n: int, log: _KruskalLog) -> None:
+    """The reference's Kruskal probes for one sample whose sorted edges are (heads[e], tails[e]), appended to `log`."""
     union_, find_u, find_v = int(KruskalPhase.UNION), int(KruskalPhase.FIND_U), int(KruskalPhase.FIND_V)
     pi = list(range(n))
-    log = _KruskalLog([0, 0, 0, 0, union_], [], [], [], [])  # the initial state: every probe index 0
     push, moved = log.steps.extend, log.pi.extend  # bound once: the loop runs ~300 times per sample at n = 64
+    push((0, 0, 0, 0, union_))  # the initial state: every probe index 0
     mask_u: list[int] = []
     mask_v: list[int] = []
     t = 0  # the step being pushed
@@ -731,10 +741,10 @@ def _kruskal_steps(heads: list[int], tails: list[int], n: int) -> _KruskalLog:
                 push((u, v, root_u, root_v, union_))
                 break
             push((u, v, root_u, root_v, phase))
-    return log
+    log.end_sample()
 
 
-def _restart(mask: list[int], node: int, t: int, changes: list[int]) -> None:
+def _restart(mask: list[int], node: int, t: int, changes: array) -> None:
     """A new edge's mask is {node}: the other members leave it at step t."""
     for x in mask:
         if x != node:
@@ -743,7 +753,7 @@ def _restart(mask: list[int], node: int, t: int, changes: list[int]) -> None:
         changes.extend((t, node, 1))
 
 
-def _climb(pi: list[int], mask: list[int], root: int, t: int, moved, mask_changes: list[int]) -> None:
+def _climb(pi: list[int], mask: list[int], root: int, t: int, moved, mask_changes: array) -> None:
     """One step of a find: every node passed so far points to the new ancestor `root`, which joins them
     (`moved` logs a change of pi)."""
     for x in mask:
@@ -753,14 +763,6 @@ def _climb(pi: list[int], mask: list[int], root: int, t: int, moved, mask_change
     if root not in mask:
         mask.append(root)
         mask_changes.extend((t, root, 1))
-
-
-def _events(logs: list[_KruskalLog], name: str) -> tuple[np.ndarray, ...]:
-    """One kind of change over the batch: sample, step, node, value [E] each."""
-    flat = [getattr(log, name) for log in logs]
-    sample = np.repeat(np.arange(len(logs)), [len(x) // 3 for x in flat])
-    step, node, value = np.array([x for f in flat for x in f], np.int64).reshape(-1, 3).T
-    return sample, step, node, value
 
 
 _TREE_CHUNK_BYTES = 1 << 20  # boolean buffer of _grown_tree: ~1 MB, cache-sized
