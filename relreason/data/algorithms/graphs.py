@@ -935,25 +935,26 @@ def dag_shortest_paths(A: np.ndarray, s: np.ndarray):
         tr.end_sample()
     tr.assemble()
     hints = _walk_hints(tr, timed=False, root=False)  # the source is an input here, not a hint
-    pi, (g, j, d, i) = _relax_in_topological_order(A, heads, np.asarray(first))
-    sources = np.array([order[0] for order in heads])  # the lists' heads: d = 0 and marked from the first relaxation
-    mark = (np.concatenate([first, g]), np.concatenate([sources, j]), np.ones(B + len(g)))
-    tr.finish(rec, pi_h=tr.node("pi", _identity(B, n), (g, j, i)), d=tr.node("d", np.zeros((B, n)), (g, j, d)),
-              mark=tr.node("mark", np.zeros((B, n), np.float32), mark), topo_h=tr.node("topo", _identity(B, n)),
-              topo_head_h=tr.mask_one(_Col.TOPO_HEAD), phase=tr.graph(tr.kind == _Push.OTHER, np.float32), **hints)
+    start = np.asarray(first) - np.asarray(tr.starts[:-1])  # [B] the step that shows each list's head
+    pi, relaxed = _relax_in_topological_order(A, heads, start, tr.lengths, tr.T)
+    tr.finish(rec, **relaxed, topo_h=tr.node("topo", _identity(B, n)), topo_head_h=tr.mask_one(_Col.TOPO_HEAD),
+              phase=tr.graph(tr.kind == _Push.OTHER, np.float32), **hints)
     rec.output(pi=pi)
     return rec.finish()
 
 
-def _relax_in_topological_order(A: np.ndarray, heads: list[list[int]], first: np.ndarray) -> tuple[np.ndarray, _Events]:
+def _relax_in_topological_order(A: np.ndarray, heads: list[list[int]], start: np.ndarray, lengths: np.ndarray,
+                                T: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Phase 1 of dag_shortest_paths for a batch: each sample relaxes the out-edges of every node of its
     topo list `heads[b]` but the last, in list order (A: [B, N, N] weights); ties keep the earlier
     parent (strict <). Step k of the loop is position k of every list; a node never relaxes itself (no
     self-loops), so its out-edges update independently.
 
-    The list's k-th node is shown by push first[b] + k, so its relaxations are shown from the next
-    push. Returns the final parents pi [B, N] and the relaxations as events (g, j, new d[j], i): each
-    sets d[j], pi[j] = i and mark[j] = 1."""
+    Step start[b] + k of sample b shows its list's k-th node and the state after the relaxations of
+    nodes 0..k-1 (the list's head, the source, is marked with d = 0 from step start[b]); the steps
+    before show the initial state and those from lengths[b] on are zero. So the loop writes each
+    state straight into its steps of the hints pi_h, d and mark [B, T, N]. Returns the final parents
+    pi [B, N] and those hints."""
     B, n, _ = A.shape
     rows = np.arange(B)
     size = np.array([len(h) for h in heads])
@@ -963,8 +964,20 @@ def _relax_in_topological_order(A: np.ndarray, heads: list[list[int]], first: np
     pi = np.tile(np.arange(n), (B, 1))
     mark = np.zeros((B, n), bool)
     mark[rows, order[:, 0]] = True  # the source (d = 0)
-    events = []
-    for k in range(order.shape[1] - 1):
+    steps = np.arange(T)
+    before = steps < start[:, None]  # [B, T] the depth-first phase: the initial state
+    past = steps >= np.asarray(lengths)[:, None]  # [B, T] padding
+    hints = {"pi_h": np.empty((B, T, n), np.int32), "d": np.empty((B, T, n)), "mark": np.empty((B, T, n), np.float32)}
+    for x in hints.values():
+        x[past] = 0
+        x[before] = 0
+    hints["pi_h"][before] = np.arange(n)
+    for k in range(order.shape[1]):
+        live = np.flatnonzero(k < size)  # samples whose list has a k-th node
+        at = start[live] + k
+        hints["pi_h"][live, at], hints["d"][live, at], hints["mark"][live, at] = pi[live], d[live], mark[live]
+        if k == order.shape[1] - 1:
+            break
         active = k + 1 < size  # the k-th node is not its list's last
         head = order[:, k]
         w = A[rows, head]  # [B, N] out-edges of each head
@@ -972,11 +985,8 @@ def _relax_in_topological_order(A: np.ndarray, heads: list[list[int]], first: np
         relax = active[:, None] & (w != 0) & (~mark | (via < d))
         d = np.where(relax, via, d)
         pi = np.where(relax, head[:, None], pi)
-        mark |= relax
-        b, j = np.nonzero(relax)
-        events.append((first[b] + k + 1, j, via[b, j], head[b]))
-    g, j, dj, i = (np.concatenate([np.zeros(0)] + [e[c] for e in events]) for c in range(4))
-    return pi, (g, j, dj, i)
+        mark = mark | relax
+    return pi, hints
 
 
 @register(
