@@ -956,37 +956,40 @@ def _relax_in_topological_order(A: np.ndarray, heads: list[list[int]], start: np
     state straight into its steps of the hints pi_h, d and mark [B, T, N]. Returns the final parents
     pi [B, N] and those hints."""
     B, n, _ = A.shape
-    rows = np.arange(B)
     size = np.array([len(h) for h in heads])
+    # Samples by list size, longest first: at loop step k the samples still relaxing are a prefix.
+    by_size = np.argsort(-size, kind="stable")
+    size, start, heads = size[by_size], np.asarray(start)[by_size], [heads[b] for b in by_size.tolist()]
+    rows = np.arange(B)
     order = np.zeros((B, int(size.max())), np.int64)  # [B, K] the lists, padded
     order[np.repeat(rows, size), np.arange(size.sum()) - np.repeat(np.cumsum(size) - size, size)] = np.concatenate(heads)
     d = np.zeros((B, n))
     pi = np.tile(np.arange(n), (B, 1))
     mark = np.zeros((B, n), bool)
     mark[rows, order[:, 0]] = True  # the source (d = 0)
-    steps = np.arange(T)
-    before = steps < start[:, None]  # [B, T] the depth-first phase: the initial state
-    past = steps >= np.asarray(lengths)[:, None]  # [B, T] padding
-    hints = {"pi_h": np.empty((B, T, n), np.int32), "d": np.empty((B, T, n)), "mark": np.empty((B, T, n), np.float32)}
-    for x in hints.values():
-        x[past] = 0
-        x[before] = 0
-    hints["pi_h"][before] = np.arange(n)
-    for k in range(order.shape[1]):
-        live = np.flatnonzero(k < size)  # samples whose list has a k-th node
-        at = start[live] + k
-        hints["pi_h"][live, at], hints["d"][live, at], hints["mark"][live, at] = pi[live], d[live], mark[live]
+    past = np.arange(T) >= np.asarray(lengths)[:, None]  # [B, T] padding
+    hints = {"pi_h": np.empty((B, T, n), np.int32), "d": np.zeros((B, T, n)), "mark": np.zeros((B, T, n), np.float32)}
+    hints["pi_h"][...] = np.arange(n)  # the initial state at every step; the loop overwrites its own steps
+    live = np.searchsorted(-size, -np.arange(order.shape[1]), side="right")  # [K] samples with a k-th node
+    for k, m in enumerate(live.tolist()):
+        at = start[:m] + k
+        for name, x in (("pi_h", pi), ("d", d), ("mark", mark)):
+            hints[name][by_size[:m], at] = x[:m]
         if k == order.shape[1] - 1:
             break
-        active = k + 1 < size  # the k-th node is not its list's last
-        head = order[:, k]
-        w = A[rows, head]  # [B, N] out-edges of each head
-        via = d[rows, head][:, None] + w
-        relax = active[:, None] & (w != 0) & (~mark | (via < d))
-        d = np.where(relax, via, d)
-        pi = np.where(relax, head[:, None], pi)
-        mark = mark | relax
-    return pi, hints
+        head = order[:m, k]
+        w = A[by_size[:m], head]  # [m, N] out-edges of each head
+        via = d[rows[:m], head][:, None] + w
+        dm = d[:m]
+        relax = (k + 1 < size[:m])[:, None] & (w != 0) & (~mark[:m] | (via < dm))  # the list's last node relaxes nothing
+        d[:m] = np.where(relax, via, dm)
+        pi[:m] = np.where(relax, head[:, None], pi[:m])
+        mark[:m] |= relax
+    for x in hints.values():
+        x[past] = 0
+    final = np.empty_like(pi)
+    final[by_size] = pi
+    return final, hints
 
 
 @register(
