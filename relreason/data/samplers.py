@@ -5,7 +5,8 @@ Every sampler takes a `numpy.random.RandomState` and a `length` and returns one 
 reference (google-deepmind/clrs `samplers.py`) from `RandomState(seed)`, one sample after the other,
 makes our canonical splits the benchmark's splits value for value. The draws are cheap; the order is
 what matters, so keep every draw exactly where it is: a call may only be replaced by one that draws
-the same numbers (see `bernoulli` and `graph_sampler`).
+the same numbers (see `bernoulli` and `graph_sampler`). Graph samplers also draw many samples at once
+(`GraphSampler.batch`, through `draw`): the same calls in the same order, the arithmetic batched.
 
 Samplers with options are frozen dataclasses whose fields are named like the reference sampler's
 keyword arguments (`p`, `length_needle`, and ours, `graph`: a graph family in place of the benchmark's
@@ -194,25 +195,24 @@ class GraphSampler:
         out = np.empty((count, n, n), float if self.weighted else np.int64)
         sources = np.empty(count, np.int64)
         block = max(1, min(count, _BLOCK_ELEMENTS // (n * n)))
-        edges = np.empty((block, n * n))  # the edges' uniforms
+        edges = np.empty((block, n * n), bool)  # [U > qn] of the edges' uniforms
         weights = np.empty((block, n, n))  # the weights' uniforms
         perms = np.empty((block, n), np.int64)
         for lo in range(0, count, block):
             m = min(block, count - lo)
-            redrawn = {}  # sample of the block -> its hits, for the rare samples with a redraw
             for k in range(m):
-                u = edges[k] = rng.random_sample(n * n)
-                if law.redraws(u):
-                    redrawn[k] = law.hits(rng, u)
+                u = rng.random_sample(n * n)
+                if law.redraws(u):  # rare: the redrawn elements take the next uniforms, before the rest
+                    edges[k] = law.hits(rng, u)
+                else:
+                    np.greater(u, law.qn, out=edges[k])
                 if self.acyclic:
                     perms[k] = rng.permutation(n)
                 if self.weighted:  # uniform(0, 1) is 0 + 1 * U: the same numbers as random_sample
                     weights[k] = rng.random_sample((n, n))
                 if self.source:
                     sources[lo + k] = rng.randint(0, length)
-            hits = (edges[:m] > law.qn).reshape(m, n, n)  # [m, N, N]
-            for k, h in redrawn.items():
-                hits[k] = h.reshape(n, n)
+            hits = edges[:m].reshape(m, n, n)  # [m, N, N]
             if law.flip:
                 hits = ~hits
             if not self.directed:
