@@ -669,7 +669,7 @@ def mst_kruskal(A: np.ndarray):
     log = _KruskalLog()
     for h, t, c in zip(heads.tolist(), tails.tolist(), counts.tolist()):
         _kruskal_steps(h[:c], t[:c], n, log)
-    lengths = np.diff(log.ends["steps"], prepend=0) // 5
+    lengths = log.counts("steps") // 5
     T = int(lengths.max())
     row = np.repeat(np.arange(B) * T, lengths) + np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     steps = np.zeros((B * T, 5), np.int64)  # per step u, v, root_u, root_v, phase (zero past each length)
@@ -691,19 +691,25 @@ def mst_kruskal(A: np.ndarray):
 class _KruskalLog:
     """A batch's runs, sample after sample: per step (u, v, root_u, root_v, phase), flat; per change of
     pi, mask_u or mask_v (step, node, value), flat; per union that joined two trees (step, u, v), flat.
-    `ends[name][b]`: the length of log `name` after sample b (the logs are arrays: read without a copy)."""
+    `ends[b]`: the logs' lengths after sample b, in `_KruskalLog.NAMES` order (the logs are arrays:
+    read without a copy)."""
+
+    NAMES = ("steps", "pi", "mask_u", "mask_v", "joins")
 
     def __init__(self):
-        self.steps, self.pi, self.mask_u, self.mask_v, self.joins = (array("q") for _ in range(5))
-        self.ends: dict[str, list[int]] = {name: [] for name in ("steps", "pi", "mask_u", "mask_v", "joins")}
+        self.steps, self.pi, self.mask_u, self.mask_v, self.joins = (array("q") for _ in self.NAMES)
+        self.ends: list[tuple[int, ...]] = []
 
     def end_sample(self) -> None:
-        for name, ends in self.ends.items():
-            ends.append(len(getattr(self, name)))
+        self.ends.append((len(self.steps), len(self.pi), len(self.mask_u), len(self.mask_v), len(self.joins)))
+
+    def counts(self, name: str) -> np.ndarray:
+        """[B] the values each sample logged in `name`."""
+        return np.diff(np.array(self.ends, np.int64)[:, self.NAMES.index(name)], prepend=0)
 
     def events(self, name: str) -> tuple[np.ndarray, ...]:
         """One kind of change over the batch: sample, step, node, value [E] each."""
-        sample = np.repeat(np.arange(len(self.ends[name])), np.diff(self.ends[name], prepend=0) // 3)
+        sample = np.repeat(np.arange(len(self.ends)), self.counts(name) // 3)
         step, node, value = np.frombuffer(getattr(self, name), np.int64).reshape(-1, 3).T
         return sample, step, node, value
 
