@@ -13,7 +13,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from relreason.cli.common import JsonOpt, SeedOpt, err, out, report_errors
+from relreason.cli.common import (JsonOpt, SeedOpt, SeedStrategyOpt, err, out, parse_seeds, report_errors,
+                                  seeds_option)
 from relreason.cli.data import graph_help, one_graph
 from relreason.errors import RelreasonError
 
@@ -118,11 +119,9 @@ def train_cmd(
     print_config: Annotated[bool, typer.Option("--print-config",
                                                help="Print the resolved config, each key with its source, and exit.")] = False,
     as_json: JsonOpt = False,
-    seeds: Annotated[Optional[str], typer.Option(
-        "--seeds", help="Train these seeds (comma list) as one seed group in one process, each exactly its own "
-                        "run NAME-sSEED (relreason.train.seed_group).", show_default="one run, train.seed")] = None,
-    seed_strategy: Annotated[str, typer.Option(
-        "--seed-strategy", help="How a seed group shares its step: auto (vmap where it applies), vmap, loop.")] = "auto",
+    seeds: seeds_option("Train these seeds as one seed group in one process, each exactly its own run NAME-sSEED "
+                        "(relreason.train.seed_group)", "one run, train.seed") = None,
+    seed_strategy: SeedStrategyOpt = "auto",
     init: Annotated[Optional[Path], typer.Option(
         "--init", help="Fine-tune: start from these weights (a run directory's best/, a checkpoint, or an `export "
                        "--hub` folder) of the same model and task shapes, loaded strictly (train.init).",
@@ -138,7 +137,7 @@ def train_cmd(
       relreason train mpnn bellman_ford --recipe quick\n
       relreason train triplet_gmpnn core8 --recipe quick --seed 1\n
       relreason train mpnn bfs --recipe quick --graph ws:k=4,p=0.1\n
-      relreason train rt bellman_ford --recipe quick --seeds 0,1,2,3 --name rt-bf\n
+      relreason train rt bellman_ford --recipe quick --seeds 4 --name rt-bf\n
       relreason train mpnn bellman_ford --recipe quick --init hub/mpnn-bellman_ford\n
       torchrun --nproc-per-node 2 -m relreason train mpnn bellman_ford --recipe quick
     """
@@ -188,18 +187,6 @@ def train_cmd(
     out.print(rich_table(*score_table({**result.test, "metric": result.metric}), title))
 
 
-def parse_seeds(text: str) -> list[int]:
-    """`--seeds 0,1,2,3` -> [0, 1, 2, 3] (also ranges: `0-3`)."""
-    out: list[int] = []
-    try:
-        for item in text.split(","):
-            lo, _, hi = item.strip().partition("-")
-            out.extend(range(int(lo), int(hi) + 1) if hi else [int(lo)])
-    except ValueError:
-        raise RelreasonError(f"--seeds {text!r} is not a comma list of seeds", "e.g. --seeds 0,1,2,3 or --seeds 0-3") from None
-    return out
-
-
 def _train_group(model, task, recipe, sets, seed, name, out_dir, resume, device, graph, print_config, as_json,
                  seeds_text, strategy, init=None) -> None:
     """`train --seeds`: one seed group (relreason.train.seed_group.run_group), a run directory per seed."""
@@ -207,7 +194,7 @@ def _train_group(model, task, recipe, sets, seed, name, out_dir, resume, device,
     from relreason.train.loop import default_run_name
     from relreason.train.seed_group import Strategy, group_names, run_group
 
-    seeds = parse_seeds(seeds_text)
+    seeds = list(parse_seeds(seeds_text))
     if seed is not None:
         raise RelreasonError("--seed and --seeds together", "give the seeds with --seeds alone")
     if strategy not in [s.value for s in Strategy]:

@@ -203,12 +203,14 @@ def has_progress(run_dir: Path) -> bool:
 
 def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: bool = False,
         show_progress: bool = True, command: str | None = None, log=None, lock: RunLock | None = None,
-        about: RunAbout | None = None) -> RunResult:
+        about: RunAbout | None = None, resume_hint: str | None = None) -> RunResult:
     """Trains `cfg.model_name` on `cfg.task`; returns where the run is and how it scored.
 
     Under torchrun every process calls it (see the module docstring). `lock`: the run directory's lock,
     already held by the caller (`ablate` claims a cell before training it); by default `run` takes it.
-    `about`: the run's name, group and job type as trackers show them (a cell's; by default the run's name)."""
+    `about`: the run's name, group and job type as trackers show them (a cell's; by default the run's name).
+    `resume_hint`: what continues the run when it is interrupted (a study's cell: the study's command; by
+    default `--name NAME --resume`)."""
     from relreason.train.distributed import Distributed
     from relreason.train.workloads import build_workload
 
@@ -234,6 +236,7 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
                                          "run it in one process (without torchrun)")
                 session = _Session(cfg, run_dir, workload, command, log, show_progress, dd)
                 session.about = about
+                session.resume_hint = resume_hint or session.resume_hint
                 session.open(resume)
                 interrupted = session.train()
                 result = session.result(interrupted)
@@ -295,6 +298,7 @@ class _Session:
         self.tracker = NullTracker()  # rank 0 opens train.log's trackers with the run directory
         self.about: RunAbout | None = None  # the name, group and job type trackers show (run's `about`)
         self.resumed = False  # from a checkpoint: its validation (the step-0 one too) is in metrics.jsonl
+        self.resume_hint = f"--name {run_dir.name} --resume"  # what continues the run, said when interrupted
 
     # -- phase 1: the run directory ------------------------------------------------------------
 
@@ -455,15 +459,14 @@ class _Session:
                         losses.append(value)
                     self.finish_step(losses, rate, started, bar)
         except KeyboardInterrupt:  # a second Ctrl-C: the step may be half done, so nothing is saved
-            self.log(f"\nstopped without saving; --name {self.run_dir.name} --resume continues from the last "
-                     f"checkpoint")
+            self.log(f"\nstopped without saving; {self.resume_hint} continues from the last checkpoint")
             return True
         finally:
             bar.close()
         if stop:
             st["seconds"] = time.time() - started
             self.checkpoint(self.last_dir, with_optimizer=True)
-            self.log(f"\ninterrupted: saved {self.last_dir}; continue with --name {self.run_dir.name} --resume")
+            self.log(f"\ninterrupted: saved {self.last_dir}; continue with {self.resume_hint}")
             return True
         return False
 

@@ -109,7 +109,8 @@ def test_ablate_twice_reads_the_cells_back(tmp_path):
     first = relreason(*args)
     cells = json.loads(succeeds(first))["cells"]
     assert [c["variant"] for c in cells] == ["rt", "rt 1 layer"]
-    assert first.stderr.count("single-layer: ") == 2  # one line per cell trained
+    assert first.stderr.count("single-layer: ") == 3  # its cost before it trains, then one line per cell trained
+    assert "single-layer: 2 cell(s) to train on cpu; " in first.stderr
     second = relreason(*args)
     assert json.loads(succeeds(second))["cells"] == cells
     assert "single-layer: " not in second.stderr  # nothing trained again
