@@ -176,15 +176,16 @@ def train_cmd(
     from relreason.eval.report import rich_table
     from relreason.models.catalog import model_label
     from relreason.tasks import METRIC_LABELS
+    from relreason.train.export import result_table, result_title
 
     best = "-" if result.best_val is None else f"{result.best_val:.4f}"
     err.print(f"run: {result.run_dir}  ({result.examples} examples, {result.seconds:.0f} s including the final test, "
               f"best validation {best} at {result.best_examples} examples)", highlight=False)
     if result.deviation:
         err.print(f"note: recipe {cfg.recipe}: {result.deviation}", highlight=False, markup=False)
-    title = (f"{model_label(model, cfg.model)} on {task}: {result.test_label} — "
-             f"{METRIC_LABELS.get(result.metric, result.metric)}")
-    out.print(rich_table(*score_table({**result.test, "metric": result.metric}), title))
+    title = result_title(model_label(model, cfg.model), task, result.test_label,
+                         METRIC_LABELS.get(result.metric, result.metric))
+    out.print(rich_table(*result_table({**result.test, "metric": result.metric, "task": cfg.task}), title))
 
 
 def _train_group(model, task, recipe, sets, seed, name, out_dir, resume, device, graph, print_config, as_json,
@@ -293,6 +294,7 @@ def eval_cmd(
     from relreason.models.build import resolve_device
     from relreason.runtime import progress
     from relreason.train.evaluation import evaluate_checkpoint
+    from relreason.train.export import result_table, result_title
 
     if device is not None:
         resolve_device(device)
@@ -323,11 +325,11 @@ def eval_cmd(
     if as_json:
         out.print_json(json.dumps(res))
         return
-    title = f"{res['model_label']} on {res['task']}: {res['label']} — {res['metric_label']}"
+    title = result_title(res["model_label"], res["task"], res["label"], res["metric_label"])
     if res["split"] == "val" and res["metric"] != "text_clrs":  # text models: see their positions option
         title += " (positions randomized, as in training's validation)" if res["random_positions"] else \
             " (true positions)"
-    out.print(rich_table(*score_table(res), title))
+    out.print(rich_table(*result_table(res), title))
     err.print(f"checkpoint: {res['checkpoint']}", highlight=False)
     if dump is not None:
         err.print(f"answers: {dump} (score them with `relreason score {dump}`)", highlight=False, markup=False)
@@ -361,20 +363,6 @@ def grid_cmd(run_dir, graphs: list[str | None], sizes: list[int | None], split, 
         err.print(f"checkpoint: {res['checkpoint']}", highlight=False)
     if saved is not None:
         err.print(f"sweep: {saved} (plot it with `relreason plot --ood {saved}`)", highlight=False, markup=False)
-
-
-def score_table(res: dict) -> tuple[list[dict], list[str]]:
-    """Rows and columns of an evaluation: per feature, or for text tasks per (algorithm, size) with
-    TransNAR's shape, parse and CLRS scores."""
-    from relreason.eval.report import score_rows
-
-    if res.get("metric") == "text_clrs":
-        from relreason.eval.text_score import text_table
-
-        return text_table(res)
-    from relreason.tasks import feature_measure
-
-    return score_rows(res, res.get("task"), feature_measure), ["feature", "score", "measure"]
 
 
 def parse_sizes(text: str) -> list[int]:

@@ -70,7 +70,7 @@ def test_export_results_in_every_format(trained):
     assert rows[0] == ["feature", "score", "measure"]
     got = {r[0]: float(r[1]) for r in rows[1:]}
     measures = {r[0]: r[2] for r in rows[1:]}  # bfs: pi a pointer, reach_h a mask, pi_h a pointer hint
-    assert measures["output.pi"] == "accuracy ↑" and measures["score (mean of outputs)"] == "acc/F1 % ↑"
+    assert measures["output.pi"] == "accuracy ↑" and measures["score (mean of outputs)"] == "acc/F1 ↑"  # a fraction
     assert got["output.pi"] == pytest.approx(pi, abs=5e-5) and got["score (mean of outputs)"] == pytest.approx(score, abs=5e-5)
     parsed = json.loads(succeeds(relreason("export", run, "--results", "json")))
     assert {r["feature"]: r["score"] for r in parsed}["output.pi"] == pytest.approx(pi)
