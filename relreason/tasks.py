@@ -113,9 +113,10 @@ METRIC_LABELS = {  # how a score is named beside its number
 
 
 def feature_measure(task: str | None, feature: str | None = None) -> str:
-    """How a score of `task` is measured and which way is better: of one feature ("MSE ↓" for a scalar,
-    "F1 ↑" for a mask, "accuracy ↑" otherwise) or, with no feature, of the task's headline score; "" when
-    the task is not registered here (a plugin's that is not installed)."""
+    """How a score of `task`, as stored, is measured and which way is better: of one feature ("MSE ↓" for a
+    scalar, "F1 ↑" for a mask, "accuracy ↑" otherwise: fractions, squared errors) or, with no feature, of the
+    task's headline score ("acc/F1 ↑", a fraction); "" when the task is not registered here (a plugin's that
+    is not installed)."""
     from relreason.data.specs import Type
     from relreason.eval.metric_kinds import METRICS
 
@@ -123,7 +124,7 @@ def feature_measure(task: str | None, feature: str | None = None) -> str:
         return ""
     t = TASKS.get(task)
     if feature is None or t.metric == "relative_loss":
-        return METRICS.get(t.metric).short if t.metric in METRICS else ""
+        return METRICS.get(t.metric).score_short if t.metric in METRICS else ""
     f = t.spec.get(feature) if t.spec is not None else None
     if f is None:
         return ""

@@ -19,7 +19,7 @@ from relreason.runs.stats import Summary
 from relreason.studies.ablations import ABLATIONS
 from relreason.studies.cells import cell_state, plan_cells
 from relreason.studies.report import study_table
-from relreason.studies.sweep import run_ablation
+from relreason.studies.sweep import SweepOptions, run_ablation
 from relreason.train.workloads import NarWorkload
 
 sys.path.insert(0, str(Path(__file__).parent / "cli"))  # the CLI tests' runner (tests/cli/cli_run.py)
@@ -51,14 +51,15 @@ def test_a_partial_cell_is_resumed(tmp_path, monkeypatch):
 
     monkeypatch.setattr(NarWorkload, "loss", loss)
     with pytest.raises(KeyboardInterrupt):
-        run_ablation(ABLATION, "bfs", 1, None, tmp_path / "abl", tiny(tmp_path), show_progress=False,
-                     log=lambda m: None)
+        run_ablation(ABLATION, SweepOptions(tasks="bfs", seeds=(0,), out=tmp_path / "abl",
+                                            sets=tuple(tiny(tmp_path)), show_progress=False), log=lambda m: None)
     monkeypatch.undo()
-    first, second = plan_cells(ABLATIONS.get(ABLATION), ["bfs"], 1, None, tmp_path / "abl", tiny(tmp_path))
+    first, second = plan_cells(ABLATIONS.get(ABLATION), ["bfs"], (0,), None, tmp_path / "abl", tiny(tmp_path))
     assert (cell_state(first), cell_state(second)) == ("partial", "new")
     logged: list[str] = []
-    result = run_ablation(ABLATION, "bfs", 1, None, tmp_path / "abl", tiny(tmp_path), show_progress=False,
-                          log=logged.append).result
+    options = SweepOptions(tasks="bfs", seeds=(0,), out=tmp_path / "abl", sets=tuple(tiny(tmp_path)),
+                           show_progress=False)
+    result = run_ablation(ABLATION, options, log=logged.append).result
     assert any(m.endswith("(resuming)") and first.variant.label in m for m in logged), logged
     assert not result["missing"] and [c["examples"] for c in result["cells"]] == [BUDGET, BUDGET]
     events = [json.loads(x) for x in (first.run_dir / "metrics.jsonl").read_text().splitlines()]
@@ -91,7 +92,7 @@ def test_ctrl_c_under_jobs_stops_every_cell_at_a_checkpoint_and_the_command_cont
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, stderr
     assert "Interrupted." in stderr and "Traceback" not in stderr and stdout == ""
-    cells = plan_cells(ABLATIONS.get(ABLATION), ["bfs"], 1, None, tmp_path / "abl", tiny(tmp_path))
+    cells = plan_cells(ABLATIONS.get(ABLATION), ["bfs"], (0,), None, tmp_path / "abl", tiny(tmp_path))
     states = [cell_state(c) for c in cells]
     assert "partial" in states, states  # the held cell stopped at a checkpoint (the other may have finished)
     assert not (tmp_path / "abl" / ABLATION / "results.md").exists()

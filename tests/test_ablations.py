@@ -16,7 +16,7 @@ from relreason.runs.stats import t975
 from relreason.studies.ablations import ABLATIONS
 from relreason.studies.cells import plan_cells
 from relreason.studies.report import size_breakdown, study_table
-from relreason.studies.sweep import run_ablation
+from relreason.studies.sweep import SweepOptions, run_ablation
 
 runner = CliRunner()
 
@@ -35,8 +35,8 @@ def _family(name: str) -> str:
 
 @pytest.mark.parametrize("name", [n for n in ABLATIONS.names() if _family(n) == "nar"])  # text: tests/train/test_text_workload.py
 def test_every_ablation_runs_one_step_per_variant(tmp_path, name):
-    sweep = run_ablation(name, "bellman_ford", 1, None, tmp_path / "abl", tiny(tmp_path), show_progress=False,
-                         log=lambda m: None)
+    sweep = run_ablation(name, SweepOptions(tasks="bellman_ford", seeds=(0,), out=tmp_path / "abl",
+                                             sets=tuple(tiny(tmp_path)), show_progress=False), log=lambda m: None)
     result = sweep.result
     abl = ABLATIONS.get(name)
     assert [c["variant"] for c in result["cells"]] == [v.label for v in abl.variants]
@@ -67,22 +67,22 @@ def assert_each_variant_ran_its_delta(variants, cells) -> None:
 
 
 def test_each_variant_uses_its_models_paper_recipe(tmp_path):
-    cells = plan_cells(ABLATIONS.get("no-edges"), ["bellman_ford"], 1, None, tmp_path, [])
+    cells = plan_cells(ABLATIONS.get("no-edges"), ["bellman_ford"], (0,), None, tmp_path, [])
     assert [c.config.recipe for c in cells] == ["rt", "transformer"]
     assert cells[0].config.train.batch_size == 4 and cells[0].config.sources["train.batch_size"].startswith("recipe rt")
-    dat = plan_cells(ABLATIONS.get("dat-sensory-only"), ["bellman_ford"], 1, None, tmp_path, [])
+    dat = plan_cells(ABLATIONS.get("dat-sensory-only"), ["bellman_ford"], (0,), None, tmp_path, [])
     heads = [(c.config.processor.n_heads_sa, c.config.processor.n_heads_ra) for c in dat]
     assert heads == [(4, 4), (8, 0)]  # the paper's single-kind baseline keeps the 8 heads
-    rel = plan_cells(ABLATIONS.get("dat-relational-only"), ["bellman_ford"], 1, None, tmp_path, [])
+    rel = plan_cells(ABLATIONS.get("dat-relational-only"), ["bellman_ford"], (0,), None, tmp_path, [])
     assert [(c.config.processor.n_heads_sa, c.config.processor.n_heads_ra) for c in rel] == [(4, 4), (0, 8)]
 
 
 def test_set_cannot_override_what_the_ablation_varies(tmp_path):
     study = ABLATIONS.get("no-edge-updates")
     with pytest.raises(RelreasonError, match="processor.edge_updates"):
-        plan_cells(study, ["bellman_ford"], 1, None, tmp_path, ["processor.edge_updates=true"])
+        plan_cells(study, ["bellman_ford"], (0,), None, tmp_path, ["processor.edge_updates=true"])
     with pytest.raises(RelreasonError, match="train.seed"):
-        plan_cells(study, ["bellman_ford"], 1, None, tmp_path, ["train.seed=3"])
+        plan_cells(study, ["bellman_ford"], (0,), None, tmp_path, ["train.seed=3"])
 
 
 def test_cli_twice_reads_every_cell_back_and_never_mixes_budgets(tmp_path):
@@ -221,10 +221,11 @@ def test_shards_share_one_sweep_and_the_last_one_writes_the_tables(tmp_path):
 def test_a_cell_another_process_trains_is_skipped_not_waited_for(tmp_path):
     from relreason.runtime import RunLock
 
-    cells = plan_cells(ABLATIONS.get("et-untied"), ["bellman_ford"], 2, None, tmp_path / "abl", tiny(tmp_path))
+    cells = plan_cells(ABLATIONS.get("et-untied"), ["bellman_ford"], (0, 1), None, tmp_path / "abl", tiny(tmp_path))
     with RunLock(cells[1].run_dir):  # as if another worker or machine were training it
-        sweep = run_ablation("et-untied", "bellman_ford", 2, None, tmp_path / "abl", tiny(tmp_path),
-                             show_progress=False, log=lambda m: None)
+        sweep = run_ablation("et-untied", SweepOptions(tasks="bellman_ford", seeds=(0, 1), out=tmp_path / "abl",
+                                                     sets=tuple(tiny(tmp_path)), show_progress=False),
+                             log=lambda m: None)
     result = sweep.result
     assert result["missing"] == ["et tied / bellman_ford / seed 1"] and len(result["cells"]) == 3
     assert sweep.stem is None and not list(sweep.tables.glob("results*"))  # no tables while a cell is missing

@@ -30,7 +30,7 @@ def test_the_committed_plan_reads_and_every_line_plans_cells():
         study = TABLES.get(line.table)
         tasks = expand_tasks(line.tasks if line.tasks is not None else study.tasks)
         models = line.models.split(",") if line.models is not None else None
-        assert plan_cells(study, tasks, line.seeds, out=Path("reproduce"), models=models), line.args
+        assert plan_cells(study, tasks, tuple(range(line.seeds)), out=Path("reproduce"), models=models), line.args
 
 
 def test_a_plan_line_reads_its_lanes_table_and_options():
@@ -113,10 +113,10 @@ def test_results_md_says_how_far_each_plan_line_got_and_the_command_that_resumes
     """Finished = committed under the cell's config; in progress = a progress record under the cell's config
     (with how far); the rest not started. A committed cell of another config counts as not finished."""
     study = TABLES.get("ibarz2022")
-    done = plan_cells(study, ["bellman_ford"], 2, None, tmp_path / "rep", [])
+    done = plan_cells(study, ["bellman_ford"], (0, 1), None, tmp_path / "rep", [])
     for cell, score in zip(done, (0.97, 0.98)):
         _finish(cell, score)
-    (partial,) = plan_cells(study, ["dfs"], 1, None, tmp_path / "rep", [])
+    (partial,) = plan_cells(study, ["dfs"], (0,), None, tmp_path / "rep", [])
     _start(partial)
     results = tmp_path / "results"
     collect_results(tmp_path / "rep", results)
@@ -126,7 +126,7 @@ def test_results_md_says_how_far_each_plan_line_got_and_the_command_that_resumes
     other.write_text(json.dumps(data))
     (results / "plan.txt").write_text("1: ibarz2022 --tasks bellman_ford,dfs --seeds 3\n2: clrs30 --models mpnn "
                                       "--tasks bfs --seeds 1\n")
-    (mpnn,) = plan_cells(TABLES.get("clrs30"), ["bfs"], 1, None, tmp_path / "rep", [], ["mpnn"])
+    (mpnn,) = plan_cells(TABLES.get("clrs30"), ["bfs"], (0,), None, tmp_path / "rep", [], ["mpnn"])
     cfg = mpnn.config.to_dict()
     cfg["train"]["train_examples"] = 1000  # a progress record of another config: not this cell in progress
     record = results / "progress" / "mpnn" / "clrs30" / "bfs" / "seed0.json"

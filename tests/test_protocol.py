@@ -69,7 +69,7 @@ def test_the_seed_is_a_cell_but_not_a_setting_and_protocol_keys_are_both():
 def test_compare_study_cells_and_stale_checks_agree(tmp_path):
     """The ET cells of mueller2024: a seed run with other kernels is the planned cell and pools with
     seed 0 in `compare`; one with another layer count is stale and compares as another setting."""
-    cells = plan_cells(TABLES.get("mueller2024"), ["bfs"], 2, None, tmp_path / "rep", [])
+    cells = plan_cells(TABLES.get("mueller2024"), ["bfs"], (0, 1), None, tmp_path / "rep", [])
     plain0, plain1 = (c.config.to_dict() for c in cells)
     _finish(cells[0].run_dir, plain0, 0.5)
     kernels = _set(_set(plain1, "processor.chunk_mb", 16), "processor.compiled_kernels", False)

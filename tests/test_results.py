@@ -38,11 +38,12 @@ def _start(cell) -> None:
 
 def test_results_md_shows_ours_beside_the_paper_with_hardware_time_and_progress(tmp_path):
     study = TABLES.get("ibarz2022")
-    for cell, score in zip(plan_cells(study, ["bellman_ford"], 3, None, tmp_path / "rep", []), (0.97, 0.975, 0.98)):
+    for cell, score in zip(plan_cells(study, ["bellman_ford"], (0, 1, 2), None, tmp_path / "rep", []),
+                           (0.97, 0.975, 0.98)):
         _finish(cell, score)
-    (quick,) = plan_cells(study, ["bfs"], 1, "quick", tmp_path / "rep", [])
+    (quick,) = plan_cells(study, ["bfs"], (0,), "quick", tmp_path / "rep", [])
     _finish(quick, 0.5, seconds=120)
-    (partial,) = plan_cells(study, ["dfs"], 1, None, tmp_path / "rep", [])
+    (partial,) = plan_cells(study, ["dfs"], (0,), None, tmp_path / "rep", [])
     _start(partial)
 
     written = collect_results(tmp_path / "rep", tmp_path / "results")
@@ -72,7 +73,7 @@ def test_results_md_shows_ours_beside_the_paper_with_hardware_time_and_progress(
 
 def test_results_command_writes_the_report(tmp_path):
     study = TABLES.get("ibarz2022")
-    (cell,) = plan_cells(study, ["bfs"], 1, None, tmp_path / "rep", [])
+    (cell,) = plan_cells(study, ["bfs"], (0,), None, tmp_path / "rep", [])
     _finish(cell, 0.99)
     res = CliRunner().invoke(app, ["results", "--from", str(tmp_path / "rep"), "--results", str(tmp_path / "res"),
                                    "--md", str(tmp_path / "R.md")])
@@ -105,7 +106,7 @@ def test_a_cell_of_another_tables_protocol_stays_in_that_table(tmp_path):
     from relreason.studies.results import cell_files
     from relreason.studies.results_report import table_result
 
-    (cell,) = plan_cells(TABLES.get("clrs30"), ["bfs"], 1, None, tmp_path / "rep", [], ["mpnn"])
+    (cell,) = plan_cells(TABLES.get("clrs30"), ["bfs"], (0,), None, tmp_path / "rep", [], ["mpnn"])
     _finish(cell, 0.99)
     collect_results(tmp_path / "rep", tmp_path / "results")
     files = cell_files(tmp_path / "results")
@@ -160,7 +161,7 @@ def test_a_cell_shared_by_several_tables_is_shown_once_and_pointed_to(tmp_path):
     """The RT column of the ablation tables (13-17) is rt-table19's RT: its cell is one run, shown in full
     once; a later table that has no cell of its own says where it is, until its ablated column has one."""
     study = TABLES.get("rt-table19")
-    (cell,) = plan_cells(study, ["bellman_ford"], 1, None, tmp_path / "rep", [], ["rt"])
+    (cell,) = plan_cells(study, ["bellman_ford"], (0,), None, tmp_path / "rep", [], ["rt"])
     _finish(cell, 0.96)
     collect_results(tmp_path / "rep", tmp_path / "results")
     assert write_report(tmp_path / "results", tmp_path / "RESULTS.md") == 1
@@ -169,7 +170,7 @@ def test_a_cell_shared_by_several_tables_is_shown_once_and_pointed_to(tmp_path):
     assert ("## rt-table17: RT paper Table 17: RT with vs without edge updates\n\nIts finished cells so far "
             "(rt on bellman_ford) are shown under rt-table19; its other columns have none yet "
             "(`relreason reproduce rt-table17`).") in md
-    (ablated,) = [c for c in plan_cells(TABLES.get("rt-table17"), ["bellman_ford"], 1, None, tmp_path / "rep", [])
+    (ablated,) = [c for c in plan_cells(TABLES.get("rt-table17"), ["bellman_ford"], (0,), None, tmp_path / "rep", [])
                   if c.run_dir != cell.run_dir]
     _finish(ablated, 0.90)
     collect_results(tmp_path / "rep", tmp_path / "results")
@@ -229,7 +230,8 @@ def test_reproduce_counts_cells_committed_under_the_same_config_as_done(tmp_path
     import relreason.studies.sweep as sweep
 
     study = TABLES.get("ibarz2022")
-    for cell, score in zip(plan_cells(study, ["bellman_ford"], 3, None, tmp_path / "rep1", []), (0.97, 0.98, 0.99)):
+    for cell, score in zip(plan_cells(study, ["bellman_ford"], (0, 1, 2), None, tmp_path / "rep1", []),
+                           (0.97, 0.98, 0.99)):
         _finish(cell, score)
     collect_results(tmp_path / "rep1", tmp_path / "results")
     # seed 2's committed result was computed under another budget: not this cell, so it trains again
@@ -240,8 +242,9 @@ def test_reproduce_counts_cells_committed_under_the_same_config_as_done(tmp_path
     trained, logs = [], []
     monkeypatch.setattr(sweep, "run_cells", lambda name, todo, *a, **k: trained.extend(c.seed for g in todo for c in g))
 
-    done = sweep.run_table("ibarz2022", "bellman_ford", 4, out=tmp_path / "rep2", committed=tmp_path / "results",
-                           log=logs.append)
+    options = sweep.SweepOptions(tasks="bellman_ford", seeds=(0, 1, 2, 3), out=tmp_path / "rep2",
+                                 committed=tmp_path / "results")
+    done = sweep.run_table("ibarz2022", options, log=logs.append)
     assert trained == [2, 3]
     assert any("2 cell(s) already committed under" in m for m in logs), logs
     assert [(r["seed"], r["score"]) for r in done.result["cells"]] == [(0, 0.97), (1, 0.98)]
@@ -249,7 +252,8 @@ def test_reproduce_counts_cells_committed_under_the_same_config_as_done(tmp_path
     assert not (tmp_path / "rep2" / "cells" / "triplet_gmpnn" / "triplet_gmpnn" / "bellman_ford" / "seed0").exists()
 
     trained.clear()  # without --committed every unfinished cell trains, as before
-    sweep.run_table("ibarz2022", "bellman_ford", 4, out=tmp_path / "rep3", log=logs.append)
+    sweep.run_table("ibarz2022", sweep.SweepOptions(tasks="bellman_ford", seeds=(0, 1, 2, 3), out=tmp_path / "rep3"),
+                    log=logs.append)
     assert trained == [0, 1, 2, 3]
 
 
@@ -257,10 +261,10 @@ def test_a_committed_cell_retrained_in_part_is_not_shown_in_progress(tmp_path):
     """A fresh work tree that started a committed cell over (before --committed kept it) leaves a checkpoint
     of it: the cell is finished in results/, so it is not listed as in progress, and a stale listing goes."""
     study = TABLES.get("ibarz2022")
-    (cell,) = plan_cells(study, ["bellman_ford"], 1, None, tmp_path / "rep1", [])
+    (cell,) = plan_cells(study, ["bellman_ford"], (0,), None, tmp_path / "rep1", [])
     _finish(cell, 0.97)
     collect_results(tmp_path / "rep1", tmp_path / "results")
-    (again,) = plan_cells(study, ["bellman_ford"], 1, None, tmp_path / "rep2", [])
+    (again,) = plan_cells(study, ["bellman_ford"], (0,), None, tmp_path / "rep2", [])
     (again.run_dir / "last").mkdir(parents=True)
     (again.run_dir / "last" / "trainer_state.json").write_text(json.dumps(
         {"step": 30, "examples": 960, "best_val": 0.5, "best_examples": 640, "seconds": 18.0, "hardware": ["Test CPU"]}))

@@ -50,37 +50,37 @@ def test_core_node_figures_are_the_papers_table_16():
 
 def test_cells_are_comparable_only_at_the_protocol(tmp_path):
     study = TABLES.get("rt-table19")
-    (paper,) = plan_cells(study, ["bellman_ford"], 1, None, tmp_path, [], ["rt"])
+    (paper,) = plan_cells(study, ["bellman_ford"], (0,), None, tmp_path, [], ["rt"])
     assert paper.comparable and paper.config.recipe == "rt" and paper.config.train.train_examples == 320_000
     assert paper.directory == tmp_path / "cells" / "rt" / "rt" / "bellman_ford" / "seed0"
-    (machine,) = plan_cells(study, ["bellman_ford"], 1, None, tmp_path, ["train.threads=1", "train.device=cpu"],
+    (machine,) = plan_cells(study, ["bellman_ford"], (0,), None, tmp_path, ["train.threads=1", "train.device=cpu"],
                             ["rt"])
     assert machine.comparable  # where and how fast it runs is not the protocol
-    (quick,) = plan_cells(study, ["bellman_ford"], 1, "quick", tmp_path, [], ["rt"])
+    (quick,) = plan_cells(study, ["bellman_ford"], (0,), "quick", tmp_path, [], ["rt"])
     assert not quick.comparable and "recipe quick" in quick.why_not
-    (lr,) = plan_cells(study, ["bellman_ford"], 1, None, tmp_path, ["train.lr=0.001"], ["rt"])
+    (lr,) = plan_cells(study, ["bellman_ford"], (0,), None, tmp_path, ["train.lr=0.001"], ["rt"])
     assert not lr.comparable and lr.why_not == "train.lr differs from the protocol (rt)"
-    (same,) = plan_cells(study, ["bellman_ford"], 1, None, tmp_path, ["train.lr=0.00025"], ["rt"])
+    (same,) = plan_cells(study, ["bellman_ford"], (0,), None, tmp_path, ["train.lr=0.00025"], ["rt"])
     assert same.comparable  # a --set of the protocol's own value is the protocol
     copy = tmp_path / "rt.yaml"  # a recipe file named like the protocol but with other values
     copy.write_text("inherit: rt\ntrain:\n  lr: 0.001\n")
-    (path,) = plan_cells(study, ["bellman_ford"], 1, str(copy), tmp_path, [], ["rt"])
+    (path,) = plan_cells(study, ["bellman_ford"], (0,), str(copy), tmp_path, [], ["rt"])
     assert not path.comparable and "train.lr" in path.why_not
-    (v1,) = plan_cells(study, ["naive_string_matcher"], 1, None, tmp_path, [], ["rt"])
+    (v1,) = plan_cells(study, ["naive_string_matcher"], (0,), None, tmp_path, [], ["rt"])
     assert not v1.comparable and "v1 data" in v1.why_not
-    (tr,) = plan_cells(TABLES.get("rt-table13"), ["bellman_ford"], 1, None, tmp_path, [], ["transformer"])
+    (tr,) = plan_cells(TABLES.get("rt-table13"), ["bellman_ford"], (0,), None, tmp_path, [], ["transformer"])
     assert not tr.comparable and "re-tuned" in tr.why_not
 
 
 def test_tables_of_one_configuration_share_their_cells(tmp_path):
-    a = plan_cells(TABLES.get("rt-table19"), ["bellman_ford"], 1, None, tmp_path, [], ["rt"])[0]
-    b = plan_cells(TABLES.get("rt-table17"), ["bellman_ford"], 1, None, tmp_path, [])
+    a = plan_cells(TABLES.get("rt-table19"), ["bellman_ford"], (0,), None, tmp_path, [], ["rt"])[0]
+    b = plan_cells(TABLES.get("rt-table17"), ["bellman_ford"], (0,), None, tmp_path, [])
     assert b[0].directory == a.directory and b[0].config.to_dict() == a.config.to_dict()
     assert b[1].directory.parent.parent.name == "rt+processor.edge_updates=false"
 
 
 def test_a_cell_finished_with_other_threads_is_the_same_cell(tmp_path):
-    (cell,) = plan_cells(TABLES.get("ibarz2022"), ["bfs"], 1, None, tmp_path, [])
+    (cell,) = plan_cells(TABLES.get("ibarz2022"), ["bfs"], (0,), None, tmp_path, [])
     stored = cell.config.to_dict()
     stored["train"]["threads"] = 1
     cell.run_dir.mkdir(parents=True)

@@ -15,48 +15,24 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich.markup import escape
 
-from relreason.cli.common import JsonOpt, MarginOpt, err, out, report_errors
+from relreason.cli.common import (JobsOpt, JsonOpt, LauncherOpt, MarginOpt, RerunStaleOpt, SeedBatchOpt,
+                                  SeedStrategyOpt, ShardOpt, SlurmOpt, StatusOpt, WaitOpt, err, out, parse_seeds,
+                                  report_errors, seeds_option)
 from relreason.cli.train import RecipeOpt, SetOpt
+from relreason.errors import RelreasonError
 if TYPE_CHECKING:
     from relreason.studies.sweep import Sweep
 
-# the sweep options `ablate` and `reproduce` share (one machinery: relreason.studies)
-RerunStaleOpt = Annotated[bool, typer.Option("--rerun-stale", help="Move cells computed under another "
-                                             "configuration aside and train them again.")]
-JobsOpt = Annotated[int, typer.Option("--jobs", help="Train this many cells (or seed groups) at once, in worker "
-                                      "processes (torch threads: cores / jobs unless train.threads is set).")]
-ShardOpt = Annotated[Optional[str], typer.Option("--shard", help="I/K: train only seed groups I, I+K, I+2K, ... "
-                                                 "(1-based, group index % K == I-1; with --seed-batch 1 the groups "
-                                                 "are the cells), for K machines sharing --out; give every shard the "
-                                                 "same --seeds and --seed-batch.", show_default="every cell")]
-SeedBatchOpt = Annotated[str, typer.Option("--seed-batch", help="Train the cells of one column and task that differ "
-                                           "only in seed as seed groups of up to K seeds, one process each, every cell "
-                                           "its own run directory as if trained alone; 1: each cell alone. auto: the "
-                                           "seed count up to 4 on a GPU (one vmapped step for the group; expected "
-                                           "faster, not yet measured), 1 on CPU (a group buys one process for K cells "
-                                           "but measured no faster: reproduce --list).")]
-SeedStrategyOpt = Annotated[str, typer.Option("--seed-strategy", help="How a seed group shares its step: auto (vmap "
-                                              "where it applies on a GPU, else loop), vmap, loop (each seed's own "
-                                              "step, bit for bit its single run).")]
-LauncherOpt = Annotated[str, typer.Option("--launcher", help="Where the cells train: local (here), slurm (one job "
-                                          "array through submitit, a seed group per job) or local-submitit (the "
-                                          "same jobs as processes here).")]
-SlurmOpt = Annotated[Optional[str], typer.Option("--slurm", help="KEY=VALUE,... of each job: partition, time "
-                                                 "(minutes or [D-]HH:MM:SS; required for slurm), gpus_per_node, "
-                                                 "cpus_per_task, mem_gb, account, qos, constraint, array_parallelism.",
-                                                 show_default="the cluster's")]
-WaitOpt = Annotated[bool, typer.Option("--wait", help="With a submitit launcher: wait for the jobs to end, then "
-                                       "print the tables (fails naming a failed job).")]
-StatusOpt = Annotated[bool, typer.Option("--status", help="Train nothing: each cell's status (done, running with "
-                                         "its job, partial, missing, stale).")]
-
-
 @report_errors
 def ablate_cmd(
-    name: Annotated[str, typer.Argument(help="Ablation name, see `relreason list ablations`.", show_default=False)],
+    name: Annotated[Optional[str], typer.Argument(help="Ablation name, see `relreason ablate --list`.",
+                                                  show_default=False)] = None,
+    list_ablations: Annotated[bool, typer.Option("--list", help="Train nothing: list the ablations (with NAME, that "
+                                                 "one) with their cells at --tasks and --seeds and their predicted "
+                                                 "cost from the measured cells shipped with relreason.")] = False,
     tasks: Annotated[Optional[str], typer.Option("--tasks", help="Comma-separated tasks or groups (core8, clrs30, "
                                                  "sorting...).", show_default="the ablation's (core8 for most)")] = None,
-    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per (variant, task).")] = 3,
+    seeds: seeds_option("Seeds of each (variant, task)", "3: seeds 0, 1, 2") = None,
     recipe: RecipeOpt = None,
     sets: SetOpt = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Where cells and tables are written.")] = Path("ablations"),
@@ -79,7 +55,13 @@ def ablate_cmd(
     (agrees / lower / higher / inconclusive against --margin). Each variant uses its model's paper
     recipe unless --recipe is given.
 
+    Before it trains, it prints how many cells, on which device, and their predicted time from the
+    measured costs (as `--list` does); a progress bar follows the cells; interrupted (Ctrl-C), it names the
+    command that resumes it.
+
     Examples:\n
+      relreason ablate --list\n
+      relreason ablate no-edge-updates --tasks core8 --seeds 3 --list\n
       relreason ablate no-edge-updates --recipe quick --tasks bellman_ford --seeds 2\n
       relreason ablate single-layer --tasks core8 --seeds 3\n
       relreason ablate dat-symbols --tasks sorting --recipe quick --json\n
@@ -87,15 +69,21 @@ def ablate_cmd(
       relreason ablate single-layer --tasks core8 --seeds 3 --launcher slurm --slurm partition=gpu,time=600
     """
     from relreason.studies.report import missing_note
-    from relreason.studies.sweep import run_ablation, sweep_status
+    from relreason.studies.sweep import SweepOptions, ablation_costs, run_ablation, sweep_status
 
-    if status:
-        print_status(sweep_status("ablation", name, tasks, seeds, recipe, out_dir, sets), as_json)
+    options = SweepOptions(tasks=tasks, seeds=parse_seeds("3" if seeds is None else seeds), recipe=recipe,
+                           out=out_dir, sets=tuple(sets or ()), rerun_stale=rerun_stale, jobs=jobs, shard=shard,
+                           seed_batch=seed_batch, seed_strategy=seed_strategy, margin=margin, partial=partial,
+                           launcher=launcher, slurm=slurm, wait=wait)
+    if list_ablations:
+        print_ablations(ablation_costs(name, options), as_json)
         return
-    sweep = run_ablation(name, tasks, seeds, recipe, out_dir, sets, partial=partial, rerun_stale=rerun_stale,
-                         log=lambda m: err.print(escape(m), highlight=False), jobs=jobs, shard=shard, margin=margin,
-                         launcher=launcher, slurm=slurm, wait=wait, seed_batch=seed_batch,
-                         seed_strategy=seed_strategy)
+    if name is None:
+        raise RelreasonError("which ablation?", "give an ablation name (relreason ablate --list shows them)")
+    if status:
+        print_status(sweep_status("ablation", name, options), as_json)
+        return
+    sweep = run_ablation(name, options, log=log_line)
     if sweep.result["missing"]:
         err.print(escape(missing_note(sweep.result)), highlight=False)
     if sweep.stem is None:
@@ -105,6 +93,31 @@ def ablate_cmd(
             out.print_json(json.dumps(sweep.result))
         return
     print_sweep(sweep, as_json)
+
+
+def log_line(message: str) -> None:
+    """A sweep's log line, to stderr as plain text."""
+    err.print(escape(message), highlight=False)
+
+
+def print_ablations(rows: list[dict], as_json: bool) -> None:
+    """`ablate --list`: a row per ablation with its cells and their predicted cost."""
+    if as_json:
+        out.print_json(json.dumps({"ablations": rows}))
+        return
+    from rich.table import Table
+
+    t = Table(title="ablations (relreason ablate NAME; cells = variants x tasks x seeds; predicted: each cell as "
+                    "the measured cell of its model, recipe and variant, scaled to its training examples, one "
+                    "after another)")
+    for column in ("ablation", "what", "cells", "predicted"):
+        t.add_column(column, no_wrap=column == "ablation", justify="right" if column == "cells" else "left")
+    for r in rows:
+        t.add_row(r["ablation"], r["what"], f"{r['cells']} ({r['variants']} x {r['tasks']} x {r['seeds']})",
+                  r["predicted"])
+    out.print(t, highlight=False, markup=False)
+    for machine in sorted({m for r in rows for m in r["measured_on"]}):
+        err.print(f"costs measured on {machine} (relreason/studies/costs.json)", highlight=False, markup=False)
 
 
 def print_status(rows: list[dict], as_json: bool) -> None:

@@ -17,6 +17,7 @@ import functools
 import json as _json
 import math
 import os
+import re
 import sys
 from typing import Annotated, Any, Callable, Optional
 
@@ -138,7 +139,79 @@ SeedOpt = Annotated[Optional[int], typer.Option("--seed", help="Training seed (t
                                                 "order, every noise draw).", show_default="the config's")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing output.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object to stdout instead of tables.")]
+SEEDS_GRAMMAR = "a count or a list: 3 is seeds 0, 1, 2; 0,4,7 are those seeds; 4-7 a range of them"
+SEED_LIMIT = 2**32  # every sampler's RandomState takes 32-bit seeds
+
+
+def seeds_option(what: str, show_default: str | bool) -> Any:
+    """The `--seeds` option of a command (train, ablate, reproduce): text that `parse_seeds` reads, so that
+    it means the same everywhere; `what` says what the seeds are for in that command."""
+    return Annotated[Optional[str], typer.Option("--seeds", help=f"{what}: {SEEDS_GRAMMAR}.",
+                                                 show_default=show_default)]
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """`--seeds` -> the seeds, in the order given: a count N (a whole number of at least 1) is seeds 0..N-1
+    ("3" -> (0, 1, 2)); a comma list of seeds and ranges lo-hi is those seeds ("0,4,7" -> (0, 4, 7),
+    "4-6" -> (4, 5, 6)). A one-line error for anything else: a count of 0, a negative seed, a seed listed
+    twice, a word."""
+    def bad(why: str) -> RelreasonError:
+        return RelreasonError(f"--seeds {text!r} {why}", f"give {SEEDS_GRAMMAR}")
+
+    text = text.strip()
+    if re.fullmatch(r"-?[0-9]+", text):
+        n = int(text)
+        if n < 1:
+            raise bad("is not a count of seeds: a count is at least 1 (--seeds 1 is seed 0)")
+        return tuple(range(n))
+    seeds: list[int] = []
+    for item in (x.strip() for x in text.split(",")):
+        lo, dash, hi = item.partition("-")
+        if not re.fullmatch(r"[0-9]+", lo) or (dash and not re.fullmatch(r"[0-9]+", hi)):
+            what = "a range lo-hi of seeds" if dash else "a seed (a whole number >= 0)"
+            raise bad(f"is not a count or a list of seeds: {item!r} is not {what}")
+        first, last = int(lo), int(hi) if dash else int(lo)
+        if last < first:
+            raise bad(f"has a range that ends before it starts ({item!r})")
+        seeds.extend(range(first, last + 1))
+    twice = sorted({s for s in seeds if seeds.count(s) > 1})
+    if twice:
+        raise bad(f"lists seed {twice[0]} more than once")
+    if max(seeds) >= SEED_LIMIT:
+        raise bad(f"has seed {max(seeds)}, above the largest seed {SEED_LIMIT - 1}")
+    return tuple(seeds)
+
+
 MarginOpt = Annotated[Optional[float], typer.Option(
     "--margin", help="Equivalence margin of the verdicts, in the table's unit (percentage points for scores): "
                      "agrees when Welch's 95% interval of the difference lies inside ± it.",
     show_default="the table's own, else 1.0")]
+# The sweep options `ablate` and `reproduce` share (one machinery: relreason.studies.sweep.SweepOptions).
+RerunStaleOpt = Annotated[bool, typer.Option("--rerun-stale", help="Move cells computed under another "
+                                             "configuration aside and train them again.")]
+JobsOpt = Annotated[int, typer.Option("--jobs", help="Train this many cells (or seed groups) at once, in worker "
+                                      "processes (torch threads: cores / jobs unless train.threads is set).")]
+ShardOpt = Annotated[Optional[str], typer.Option("--shard", help="I/K: train only seed groups I, I+K, I+2K, ... "
+                                                 "(1-based, group index % K == I-1; with --seed-batch 1 the groups "
+                                                 "are the cells), for K machines sharing --out; give every shard the "
+                                                 "same --seeds and --seed-batch.", show_default="every cell")]
+SeedBatchOpt = Annotated[str, typer.Option("--seed-batch", help="Train the cells of one column and task that differ "
+                                           "only in seed as seed groups of up to K seeds, one process each, every cell "
+                                           "its own run directory as if trained alone; 1: each cell alone. auto: the "
+                                           "seed count up to 4 on a GPU (one vmapped step for the group; expected "
+                                           "faster, not yet measured), 1 on CPU (a group buys one process for K cells "
+                                           "but measured no faster: reproduce --list).")]
+SeedStrategyOpt = Annotated[str, typer.Option("--seed-strategy", help="How a seed group shares its step: auto (vmap "
+                                              "where it applies on a GPU, else loop), vmap, loop (each seed's own "
+                                              "step, bit for bit its single run).")]
+LauncherOpt = Annotated[str, typer.Option("--launcher", help="Where the cells train: local (here), slurm (one job "
+                                          "array through submitit, a seed group per job) or local-submitit (the "
+                                          "same jobs as processes here).")]
+SlurmOpt = Annotated[Optional[str], typer.Option("--slurm", help="KEY=VALUE,... of each job: partition, time "
+                                                 "(minutes or [D-]HH:MM:SS; required for slurm), gpus_per_node, "
+                                                 "cpus_per_task, mem_gb, account, qos, constraint, array_parallelism.",
+                                                 show_default="the cluster's")]
+WaitOpt = Annotated[bool, typer.Option("--wait", help="With a submitit launcher: wait for the jobs to end, then "
+                                       "print the tables (fails naming a failed job).")]
+StatusOpt = Annotated[bool, typer.Option("--status", help="Train nothing: each cell's status (done, running with "
+                                         "its job, partial, missing, stale).")]

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 
-from relreason.cli.ablate import (JobsOpt, LauncherOpt, RerunStaleOpt, SeedBatchOpt, SeedStrategyOpt, ShardOpt,
-                                  SlurmOpt, StatusOpt, WaitOpt, print_status, print_sweep)
-from relreason.cli.common import JsonOpt, MarginOpt, err, out, report_errors
+from relreason.cli.ablate import log_line, print_status, print_sweep
+from relreason.cli.common import (JobsOpt, JsonOpt, LauncherOpt, MarginOpt, RerunStaleOpt, SeedBatchOpt,
+                                  SeedStrategyOpt, ShardOpt, SlurmOpt, StatusOpt, WaitOpt, err, out, parse_seeds,
+                                  report_errors, seeds_option)
 from relreason.cli.train import RecipeOpt, SetOpt
 from relreason.errors import RelreasonError
 
@@ -29,8 +29,8 @@ def reproduce_cmd(
                                                   show_default="every column")] = None,
     tasks: Annotated[Optional[str], typer.Option("--tasks", help="Comma-separated tasks or groups.",
                                                  show_default="the table's")] = None,
-    seeds: Annotated[Optional[int], typer.Option("--seeds", help="Seeds per cell (the papers ran 3 to 20).",
-                                                 show_default="3; with --list, the paper's")] = None,
+    seeds_text: seeds_option("Seeds of each cell (the papers ran 3 to 20)",
+                             "3: seeds 0, 1, 2; with --list, the paper's") = None,
     recipe: RecipeOpt = None,
     sets: SetOpt = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Where cells and tables are written.")] = Path("reproduce"),
@@ -75,8 +75,9 @@ def reproduce_cmd(
       relreason reproduce ibarz2022 --tasks core8 --seeds 3 --status\n
       relreason reproduce clrs30 --models mpnn --tasks bellman_ford --seeds 3 --committed results
     """
-    from relreason.studies.sweep import run_table, sweep_status, table_costs
+    from relreason.studies.sweep import SweepOptions, run_table, sweep_status, table_costs
 
+    seeds = parse_seeds(seeds_text) if seeds_text is not None else None
     if list_tables:
         if table is None and (tasks is not None or seeds is not None):
             raise RelreasonError("--list takes --tasks and --seeds with a table name",
@@ -84,32 +85,30 @@ def reproduce_cmd(
         if models is not None:  # the listing costs every column: never a subset's cost under the table's name
             raise RelreasonError("--list costs a table's every column and does not take --models",
                                  "leave --models out: relreason reproduce TABLE --tasks ... --seeds N --list")
-        rows, machines = table_costs(costs, table, tasks, seeds)
+        rows, machines = table_costs(costs, table, tasks, None if seeds is None else len(seeds))
         _print_list(rows, machines, as_json)
         return
-    seeds = 3 if seeds is None else seeds
     if table is None:
         raise RelreasonError("which table?", "give a table name (relreason reproduce --list shows them)")
+    options = SweepOptions(tasks=tasks, seeds=(0, 1, 2) if seeds is None else seeds, recipe=recipe, out=out_dir,
+                           sets=tuple(sets or ()), models=models, train=not no_train, rerun_stale=rerun_stale,
+                           jobs=jobs, shard=shard, seed_batch=seed_batch, seed_strategy=seed_strategy,
+                           committed=committed, margin=margin, launcher=launcher, slurm=slurm, wait=wait)
     if status:
-        print_status(sweep_status("table", table, tasks, seeds, recipe, out_dir, sets, models), as_json)
+        print_status(sweep_status("table", table, options), as_json)
         return
     if verify:
-        _verify(table, tasks, seeds, models, results_dir, verify_validations, out_dir, as_json)
+        _verify(table, options, results_dir, verify_validations, as_json)
         return
-    sweep = run_table(table, tasks, seeds, recipe, out_dir, sets, models=models, train=not no_train,
-                      rerun_stale=rerun_stale, log=lambda m: err.print(escape(m), highlight=False), jobs=jobs,
-                      shard=shard, margin=margin, launcher=launcher, slurm=slurm, wait=wait, seed_batch=seed_batch,
-                      seed_strategy=seed_strategy, committed=committed)
-    print_sweep(sweep, as_json)
+    print_sweep(run_table(table, options, log=log_line), as_json)
 
 
-def _verify(table: str, tasks: str | None, seeds: int, models: str | None, results: Path, validations: int,
-            out_dir: Path, as_json: bool) -> None:
+def _verify(table: str, options, results: Path, validations: int, as_json: bool) -> None:
     from relreason.studies.results import verify_table
     from relreason.studies.results_report import code_label
 
-    rows = verify_table(table, tasks, seeds, models, results, validations, out_dir / "verify",
-                        log=lambda m: err.print(escape(m), highlight=False))
+    rows = verify_table(table, options.tasks, options.seeds, options.models, results, validations,
+                        Path(options.out) / "verify", log=log_line)
     if as_json:
         out.print_json(json.dumps({"verified": rows}))
     else:

@@ -13,7 +13,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from relreason.cli.common import JsonOpt, SeedOpt, err, out, report_errors
+from relreason.cli.common import (JsonOpt, SeedOpt, SeedStrategyOpt, err, out, parse_seeds, report_errors,
+                                  seeds_option)
 from relreason.cli.data import graph_help, one_graph
 from relreason.errors import RelreasonError
 
@@ -118,11 +119,9 @@ def train_cmd(
     print_config: Annotated[bool, typer.Option("--print-config",
                                                help="Print the resolved config, each key with its source, and exit.")] = False,
     as_json: JsonOpt = False,
-    seeds: Annotated[Optional[str], typer.Option(
-        "--seeds", help="Train these seeds (comma list) as one seed group in one process, each exactly its own "
-                        "run NAME-sSEED (relreason.train.seed_group).", show_default="one run, train.seed")] = None,
-    seed_strategy: Annotated[str, typer.Option(
-        "--seed-strategy", help="How a seed group shares its step: auto (vmap where it applies), vmap, loop.")] = "auto",
+    seeds: seeds_option("Train these seeds as one seed group in one process, each exactly its own run NAME-sSEED "
+                        "(relreason.train.seed_group)", "one run, train.seed") = None,
+    seed_strategy: SeedStrategyOpt = "auto",
     init: Annotated[Optional[Path], typer.Option(
         "--init", help="Fine-tune: start from these weights (a run directory's best/, a checkpoint, or an `export "
                        "--hub` folder) of the same model and task shapes, loaded strictly (train.init).",
@@ -138,7 +137,7 @@ def train_cmd(
       relreason train mpnn bellman_ford --recipe quick\n
       relreason train triplet_gmpnn core8 --recipe quick --seed 1\n
       relreason train mpnn bfs --recipe quick --graph ws:k=4,p=0.1\n
-      relreason train rt bellman_ford --recipe quick --seeds 0,1,2,3 --name rt-bf\n
+      relreason train rt bellman_ford --recipe quick --seeds 4 --name rt-bf\n
       relreason train mpnn bellman_ford --recipe quick --init hub/mpnn-bellman_ford\n
       torchrun --nproc-per-node 2 -m relreason train mpnn bellman_ford --recipe quick
     """
@@ -178,27 +177,16 @@ def train_cmd(
     from relreason.eval.report import rich_table
     from relreason.models.catalog import model_label
     from relreason.tasks import METRIC_LABELS
+    from relreason.train.export import result_table, result_title
 
     best = "-" if result.best_val is None else f"{result.best_val:.4f}"
     err.print(f"run: {result.run_dir}  ({result.examples} examples, {result.seconds:.0f} s including the final test, "
               f"best validation {best} at {result.best_examples} examples)", highlight=False)
     if result.deviation:
         err.print(f"note: recipe {cfg.recipe}: {result.deviation}", highlight=False, markup=False)
-    title = (f"{model_label(model, cfg.model)} on {task}: {result.test_label} — "
-             f"{METRIC_LABELS.get(result.metric, result.metric)}")
-    out.print(rich_table(*score_table({**result.test, "metric": result.metric}), title))
-
-
-def parse_seeds(text: str) -> list[int]:
-    """`--seeds 0,1,2,3` -> [0, 1, 2, 3] (also ranges: `0-3`)."""
-    out: list[int] = []
-    try:
-        for item in text.split(","):
-            lo, _, hi = item.strip().partition("-")
-            out.extend(range(int(lo), int(hi) + 1) if hi else [int(lo)])
-    except ValueError:
-        raise RelreasonError(f"--seeds {text!r} is not a comma list of seeds", "e.g. --seeds 0,1,2,3 or --seeds 0-3") from None
-    return out
+    title = result_title(model_label(model, cfg.model), task, result.test_label,
+                         METRIC_LABELS.get(result.metric, result.metric))
+    out.print(rich_table(*result_table({**result.test, "metric": result.metric, "task": cfg.task}), title))
 
 
 def _train_group(model, task, recipe, sets, seed, name, out_dir, resume, device, graph, print_config, as_json,
@@ -208,7 +196,7 @@ def _train_group(model, task, recipe, sets, seed, name, out_dir, resume, device,
     from relreason.train.loop import default_run_name
     from relreason.train.seed_group import Strategy, group_names, run_group
 
-    seeds = parse_seeds(seeds_text)
+    seeds = list(parse_seeds(seeds_text))
     if seed is not None:
         raise RelreasonError("--seed and --seeds together", "give the seeds with --seeds alone")
     if strategy not in [s.value for s in Strategy]:
@@ -307,6 +295,7 @@ def eval_cmd(
     from relreason.models.build import resolve_device
     from relreason.runtime import progress
     from relreason.train.evaluation import evaluate_checkpoint
+    from relreason.train.export import result_table, result_title
 
     if device is not None:
         resolve_device(device)
@@ -337,11 +326,11 @@ def eval_cmd(
     if as_json:
         out.print_json(json.dumps(res))
         return
-    title = f"{res['model_label']} on {res['task']}: {res['label']} — {res['metric_label']}"
+    title = result_title(res["model_label"], res["task"], res["label"], res["metric_label"])
     if res["split"] == "val" and res["metric"] != "text_clrs":  # text models: see their positions option
         title += " (positions randomized, as in training's validation)" if res["random_positions"] else \
             " (true positions)"
-    out.print(rich_table(*score_table(res), title))
+    out.print(rich_table(*result_table(res), title))
     err.print(f"checkpoint: {res['checkpoint']}", highlight=False)
     if dump is not None:
         err.print(f"answers: {dump} (score them with `relreason score {dump}`)", highlight=False, markup=False)
@@ -375,20 +364,6 @@ def grid_cmd(run_dir, graphs: list[str | None], sizes: list[int | None], split, 
         err.print(f"checkpoint: {res['checkpoint']}", highlight=False)
     if saved is not None:
         err.print(f"sweep: {saved} (plot it with `relreason plot --ood {saved}`)", highlight=False, markup=False)
-
-
-def score_table(res: dict) -> tuple[list[dict], list[str]]:
-    """Rows and columns of an evaluation: per feature, or for text tasks per (algorithm, size) with
-    TransNAR's shape, parse and CLRS scores."""
-    from relreason.eval.report import score_rows
-
-    if res.get("metric") == "text_clrs":
-        from relreason.eval.text_score import text_table
-
-        return text_table(res)
-    from relreason.tasks import feature_measure
-
-    return score_rows(res, res.get("task"), feature_measure), ["feature", "score", "measure"]
 
 
 def parse_sizes(text: str) -> list[int]:

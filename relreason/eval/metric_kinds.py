@@ -32,6 +32,12 @@ class Metric:
             return "direction unknown"
         return "lower is better" if self.lower_is_better else "higher is better"
 
+    @property
+    def score_short(self) -> str:
+        """The narrow label beside a score as stored, not in the metric's display unit: a fraction in [0, 1]
+        where the metric is shown in percent ("acc/F1 ↑" for "acc/F1 % ↑")."""
+        return self.short.replace(" %", "") if self.percent else self.short
+
     def describe(self) -> str:
         """E.g. "accuracy/F1 %, higher is better"."""
         return f"{self.label}, {self.direction}"

@@ -9,8 +9,11 @@ print and write its table the same way. The modules, by concern:
 - `cells`: its cells planned (every resolved config before anything trains), their state on disk
   (done, partial, stale, new) and the finished ones read back into one result format;
 - `training`: the cells trained here or in `--jobs` worker processes, each claimed with its run lock;
-- `sweep`: `run_study` (plan, shard, refuse stale cells, train, collect) and the two commands' core
-  functions, `run_ablation` and `run_table`, which also write the tables;
+- `sweep`: `SweepOptions` (what the two commands ask for, built once and passed down), `run_study` (plan,
+  shard, refuse stale cells, train, collect) and the two commands' core functions, `run_ablation` and
+  `run_table`, which also write the tables;
+- `costs`: what cells cost, predicted from the measured cells shipped in costs.json (printed before a
+  study trains, by `ablate --list` and on the progress bar across cells);
 - `report`: the one table of a study's result (ours beside the published figures), the per-size
   text table, the files written (CSV, JSON, Markdown) and what the commands print;
 - `figures`: the papers' published numbers, with their sources;

@@ -92,14 +92,16 @@ def check_models(study: Study, models: list[str]) -> None:
                              f"its models: {', '.join(dict.fromkeys(v.model for v in study.variants))}")
 
 
-def plan_cells(study: Study, tasks: list[str], seeds: int, recipe: str | None = None, out: Path = Path("ablations"),
+def plan_cells(study: Study, tasks: list[str], seeds: tuple[int, ...], recipe: str | None = None,
+               out: Path = Path("ablations"),
                sets: list[str] | None = None, models: list[str] | None = None) -> list[Cell]:
     """Every cell's resolved config, built before anything trains (a bad key fails at once).
 
     `recipe` replaces every column's protocol recipe (the cells are then not comparable unless it
-    resolves to the protocol's own recipe name); `models` keeps the columns of those models."""
-    if seeds < 1:
-        raise RelreasonError(f"--seeds {seeds} must be at least 1", "e.g. --seeds 3")
+    resolves to the protocol's own recipe name); `models` keeps the columns of those models. `seeds`: the
+    seeds of every (column, task), each its cell `seed<k>`."""
+    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise RelreasonError(f"seeds {list(seeds)}: give distinct seeds >= 0, at least one", "e.g. --seeds 3")
     variants = list(study.variants)
     if models is not None:
         check_models(study, models)
@@ -118,7 +120,7 @@ def plan_cells(study: Study, tasks: list[str], seeds: int, recipe: str | None = 
             # file or a --set that resolves to the protocol's values is the protocol; machine keys never count)
             protocol = build_config(v.model, task, v.recipe, {}, ablation=(study.name, v.delta))
             want = result_identity(protocol.to_dict())
-            for seed in range(seeds):
+            for seed in seeds:
                 over = {s: dict(vals) for s, vals in user.items()}
                 over.setdefault("train", {})["seed"] = seed
                 cfg = build_config(v.model, task, recipe if recipe is not None else v.recipe, over,

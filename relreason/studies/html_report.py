@@ -155,14 +155,14 @@ def run_section(run: Path) -> tuple[str, str]:
     from relreason.eval.metric_kinds import resolve_metric
     from relreason.rundir import RunDir, read_metrics, validations
     from relreason.studies.results_report import code_label, duration
-    from relreason.train.export import _table, read_results
+    from relreason.train.export import read_results, result_table, run_scores
 
     res = read_results(run)
     metric = resolve_metric(res.metric, res.lower_is_better, res.task)
     scale = 100.0 if metric.percent else 1.0
     unit = f"{metric.label}, {metric.direction}"
     title = f"run {run.name}: {res.model} on {res.task}"
-    rows, columns = _table(res)
+    rows, columns = result_table(run_scores(res))
     facts = [{"what": k, "value": v} for k, v in [
         ("model", res.model),
         ("task", res.task), ("seed", str(res.seed)), ("recipe", res.recipe or "(python API)"),

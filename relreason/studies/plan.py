@@ -114,7 +114,8 @@ def plan_status(lines: list[PlanLine], results: Path) -> list[dict]:
     rows = []
     for line in lines:
         study = TABLES.get(line.table)
-        cells = plan_cells(study, expand_tasks(line.tasks if line.tasks is not None else study.tasks), line.seeds,
+        cells = plan_cells(study, expand_tasks(line.tasks if line.tasks is not None else study.tasks),
+                           tuple(range(line.seeds)),
                            out=out, models=parse_models(line.models))
         finished, running, waiting = 0, [], 0
         for c in cells:

@@ -208,8 +208,8 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
             "code": code_record(), "stored_code": curve.get("code")}
 
 
-def verify_table(table: str, tasks: str | None, seeds: int, models: str | None, results: Path, validations: int,
-                 workdir: Path, log=lambda m: None) -> list[dict]:
+def verify_table(table: str, tasks: str | None, seeds: tuple[int, ...], models: str | None, results: Path,
+                 validations: int, workdir: Path, log=lambda m: None) -> list[dict]:
     """`reproduce TABLE --verify`: verify_cell for every planned cell of the table that has a committed curve
     under `results`, re-trained under the config its result file stored (threads and device too); each verdict
     is written to results/verify/ (RESULTS.md reads it). Returns the rows."""

@@ -9,10 +9,9 @@ by name, swept, its tables written (relreason.studies.report); `table_costs` is 
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -23,7 +22,8 @@ from relreason.runtime import cli_command
 from relreason.studies.ablations import ABLATIONS
 from relreason.studies.cells import (cell_label, cell_state, collect, committed_result, delta_slug, is_held,
                                      parse_shard, plan_cells, seed_groups, shard_cells)
-from relreason.studies.launch import Launch, cell_status, launch_for
+from relreason.studies.costs import costs_file, estimate_cells, hours, read_costs  # noqa: F401 (costs_file: scripts)
+from relreason.studies.launch import cell_status, launch_for
 from relreason.studies.report import write_tables
 from relreason.studies.tables import TABLES
 from relreason.studies.training import run_cells
@@ -31,42 +31,75 @@ from relreason.studies.variants import Study
 from relreason.tasks import TASKS, expand_tasks
 
 
-def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = None, out: Path = Path("ablations"),
-              sets: list[str] | None = None, show_progress: bool = True, log: Callable[[str], None] = print,
-              rerun_stale: bool = False, jobs: int = 1, shard: tuple[int, int] | None = None,
-              models: list[str] | None = None, train: bool = True, launch: Launch | None = None,
-              seed_batch: int | None = None, seed_strategy: str = "auto", committed: Path | None = None) -> dict:
-    """Trains the cells that have no results yet (unless `train` is False) and reads back every
-    finished one; returns the study's result: {"study", "description", "variants", "tasks", "seeds",
-    "cells" (records of the finished ones), "missing", "planned", "figures", "paper_line", ...}.
+@dataclass(frozen=True)
+class SweepOptions:
+    """What a sweep is asked for: the options `ablate` and `reproduce` share, built once by the command from
+    its command line and passed down to `run_ablation` / `run_table` / `run_study` (and `sweep_status`).
+    Text options are kept as typed (`run_study` parses and checks them, each with a one-line error)."""
 
-    `jobs`: cells train in that many worker processes (torch threads divided between them unless
-    train.threads is set). `shard` (i, k): this call trains only the seed groups j with j % k == i - 1 (i
-    is 1-based; with `seed_batch` 1 the groups are the cells), so k machines (a SLURM array) can share one
-    sweep directory. Either way a cell is claimed with its run lock; a cell whose lock another process holds
-    is being trained there and is skipped. `launch` (relreason.studies.launch): the groups to train are
-    submitted as a job array instead (one element per group), their jobs listed under "jobs" in the result.
+    tasks: str | None = None  # a comma list of tasks or groups; None: the study's own
+    seeds: tuple[int, ...] = (0, 1, 2)  # the seeds of every (column, task), each its cell seed<k>
+    recipe: str | None = None  # replaces every column's protocol recipe (its cells are then not comparable)
+    out: Path = Path("ablations")  # where cells, tables and job files are written
+    sets: tuple[str, ...] = ()  # --set items, on every cell
+    models: str | None = None  # a comma list of the study's models (its columns); None: every column
+    train: bool = True  # False: train nothing, read back the cells finished so far
+    rerun_stale: bool = False  # move cells computed under another configuration aside and train them again
+    jobs: int = 1  # worker processes, each training one seed group at a time
+    shard: str | None = None  # "I/K": this call trains seed groups I, I+K, ... (1-based)
+    seed_batch: str | int | None = "auto"  # seed group size: "auto" (or None: `default_seed_batch`) or K >= 1
+    seed_strategy: str = "auto"  # how a seed group shares its step (relreason.train.seed_group.Strategy)
+    committed: Path | None = None  # a `relreason results` directory whose finished cells count as done
+    margin: float | None = None  # the verdicts' equivalence margin instead of the study's own
+    partial: bool = False  # ablate: write the tables while cells are missing (results.partial.*)
+    launcher: str = "local"  # local, slurm or local-submitit (relreason.studies.launch)
+    slurm: str | None = None  # "key=value,..." of each job (relreason.studies.launch.parse_slurm)
+    wait: bool = False  # with a submitit launcher: wait for the jobs to end
+    show_progress: bool = field(default=True, compare=False)  # progress bars on stderr
 
-    `seed_batch` (None: `default_seed_batch`): the cells of one (column, task) train as seed groups of up to
-    that many seeds (relreason.studies.cells.seed_groups, relreason.train.seed_group, `seed_strategy`), each
-    cell's run directory as if trained alone; the units of `jobs`, `shard` and `launch` are then those groups.
 
-    `committed` (a `relreason results` directory): a cell whose finished result is committed there under the
-    cell's config (relreason.studies.cells.committed_result) counts as done: it is not trained again (its run
-    directory under `out` is left as it is), and its record is read from there."""
-    if jobs < 1:
-        raise RelreasonError(f"--jobs {jobs} must be at least 1", "e.g. --jobs 2")
-    cells = plan_cells(study, tasks, seeds, recipe, out, sets, models)
-    strategy = check_seed_strategy(seed_strategy)
-    groups = seed_groups(cells, default_seed_batch(cells, seeds) if seed_batch is None else seed_batch)
+def run_study(study: Study, options: SweepOptions = SweepOptions(), log: Callable[[str], None] = print) -> dict:
+    """Trains the cells that have no results yet (unless `options.train` is False) and reads back every
+    finished one; returns the study's result: {"study", "description", "variants", "tasks", "seeds" (how
+    many), "seed_list", "cells" (records of the finished ones), "missing", "planned", "figures", "paper_line",
+    ...}.
+
+    `options.jobs`: cells train in that many worker processes (torch threads divided between them unless
+    train.threads is set). `options.shard` "I/K": this call trains only the seed groups j with j % K == I - 1
+    (with seed_batch 1 the groups are the cells), so K machines (a SLURM array) can share one sweep
+    directory. Either way a cell is claimed with its run lock; a cell whose lock another process holds is
+    being trained there and is skipped. `options.launcher` other than local (relreason.studies.launch): the
+    groups to train are submitted as a job array instead (one element per group; `slurm`: "key=value,...";
+    `wait`: until their jobs end; job files in OUT/jobs/<study>), their jobs listed under "jobs" in the result.
+
+    `options.seed_batch` (auto: `default_seed_batch`): the cells of one (column, task) train as seed groups of
+    up to that many seeds (relreason.studies.cells.seed_groups, relreason.train.seed_group, `seed_strategy`),
+    each cell's run directory as if trained alone; the units of `jobs`, `shard` and the launcher are then
+    those groups.
+
+    `options.committed` (a `relreason results` directory): a cell whose finished result is committed there
+    under the cell's config (relreason.studies.cells.committed_result) counts as done: it is not trained again
+    (its run directory under `out` is left as it is), and its record is read from there."""
+    o = options
+    if o.jobs < 1:
+        raise RelreasonError(f"--jobs {o.jobs} must be at least 1", "e.g. --jobs 2")
+    tasks = expand_tasks(o.tasks if o.tasks is not None else study.tasks)
+    shard = parse_shard(o.shard) if o.shard is not None else None
+    launch = launch_for(o.launcher, o.slurm, o.wait, Path(o.out) / "jobs" / study.name, o.jobs, o.shard,
+                        cli_command())
+    out, committed = o.out, o.committed
+    cells = plan_cells(study, tasks, o.seeds, o.recipe, out, list(o.sets), parse_models(o.models))
+    strategy = check_seed_strategy(o.seed_strategy)
+    seed_batch = parse_seed_batch(o.seed_batch)
+    groups = seed_groups(cells, default_seed_batch(cells, len(o.seeds)) if seed_batch is None else seed_batch)
     submitted: list[dict] = []
-    if train:
+    if o.train:
         mine_groups = shard_cells(groups, shard)
         mine = [c for g in mine_groups for c in g]
         states = {c.directory: cell_state(c) for c in mine}
         stale = [c for c in mine if states[c.directory] == "stale" and not is_held(c)
                  and committed_result(c, out, committed) is None]
-        if stale and not rerun_stale:
+        if stale and not o.rerun_stale:
             raise RelreasonError(f"{len(stale)} cell(s) were computed under another configuration or another "
                                  f"version of a plugin (e.g. {stale[0].run_dir}); their results would mix budgets, "
                                  "settings or code",
@@ -81,8 +114,15 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
             for c in kept:
                 states[c.directory] = "done"
         todo = [g for g in ([c for c in g if states[c.directory] not in ("done", "stale")] for g in mine_groups) if g]
+        if todo:
+            log(estimate_cells([c for g in todo for c in g]).line(
+                study.name, _device_text(todo[0][0]) if launch is None else f"{o.launcher} jobs"))
         if launch is None:
-            run_cells(study.name, todo, len(mine), jobs, show_progress, log, strategy)
+            try:
+                run_cells(study.name, todo, len(mine), o.jobs, o.show_progress, log, strategy)
+            except KeyboardInterrupt:
+                log(f"{study.name}: interrupted; {resume_text()}")
+                raise
         else:
             submitted = launch.submit(study.name, todo, log, strategy)
     records, missing = collect(cells, out, committed)
@@ -90,7 +130,8 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
     first = cells[0].config
     variants = list(dict.fromkeys(c.variant.label for c in cells))
     return {"study": study.name, "ablation": study.name, "description": study.description, "variants": variants,
-            "tasks": tasks, "seeds": seeds, "cells": records, "missing": missing, "planned": len(cells),
+            "tasks": tasks, "seeds": len(o.seeds), "seed_list": list(o.seeds), "cells": records, "missing": missing,
+            "planned": len(cells),
             "recipe": first.recipe, "train_examples": first.train.train_examples,
             "not_comparable": sorted({c.why_not for c in cells if c.why_not}),
             "figures": [{"variant": v, "task": t, **to_plain(p)} for (v, t), p in study.figures.items()
@@ -100,8 +141,30 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
             "paper": [{"variant": v, "value": p.mean, "source": study.source} for v, p in study.averages.items()
                       if v in variants and whole],
             "paper_line": study.paper_line(), "paper_scope": study.paper_scope, "source": study.source,
-            "note": study.note, "std": STD_KIND, "lower_is_better": _lower_is_better(tasks), "margin": study.margin,
+            "note": study.note, "std": STD_KIND, "lower_is_better": _lower_is_better(tasks),
+            "margin": study.margin if o.margin is None else o.margin,
             **({"jobs": submitted} if launch is not None else {})}
+
+
+def resume_text() -> str:
+    """How to resume the sweep this process runs: its own command again (finished cells are kept, partial
+    ones resume from their checkpoint)."""
+    command = cli_command()
+    if command is None:
+        return "run the same sweep again (the same options) to resume it"
+    return f"resume the study with the same command: {command}"
+
+
+def _device_text(cell) -> str:
+    """Where the cells of this process train, in words: "cpu", or "NVIDIA H100 80GB HBM3 (cuda:0)"."""
+    from relreason.models.build import resolve_device
+
+    device = resolve_device(cell.config.train.device)
+    if device.type == "cuda":
+        import torch
+
+        return f"{torch.cuda.get_device_name(device.index or 0)} ({device})"
+    return str(device)
 
 
 SEED_BATCH_MAX = 4  # the group size of the default on an accelerator (and of the ratios in costs.json)
@@ -165,60 +228,35 @@ def _not_under_torchrun(command: str) -> None:
                              "run it directly, with --jobs N (one machine) or --shard I/K (several)")
 
 
-def run_ablation(name: str, tasks: str | None, seeds: int, recipe: str | None = None, out: Path = Path("ablations"),
-                 sets: list[str] | None = None, *, partial: bool = False, show_progress: bool = True,
-                 log: Callable[[str], None] = print, rerun_stale: bool = False, jobs: int = 1,
-                 shard: str | None = None, margin: float | None = None, launcher: str = "local",
-                 slurm: str | None = None, wait: bool = False, seed_batch: str | int | None = None,
-                 seed_strategy: str = "auto") -> Sweep:
-    """`relreason ablate`: the ablation `name` on `tasks` (a comma list or group; None: the ablation's
-    own) swept by `run_study` (`shard`: "I/K"), its tables written under OUT/<name> once every cell has
-    results (while some are missing, only with `partial`, as results.partial.*). `margin`: the
-    equivalence margin of the verdicts instead of the ablation's own. `launcher` other than local: the
-    cells are submitted (`slurm`: "key=value,..."; `wait`: until their jobs end), job files in OUT/jobs/<name>.
-    `seed_batch` ("auto", None or K) and `seed_strategy`: the seed groups of `run_study`."""
+def run_ablation(name: str, options: SweepOptions = SweepOptions(), log: Callable[[str], None] = print) -> Sweep:
+    """`relreason ablate`: the ablation `name` swept by `run_study` on `options` (tasks None: the ablation's
+    own), its tables written under OUT/<name> once every cell has results (while some are missing, only
+    with `options.partial`, as results.partial.*)."""
     study = ABLATIONS.get(name)
-    margin = check_margin(margin) if margin is not None else None
-    _not_under_torchrun("ablate")
-    launch = launch_for(launcher, slurm, wait, Path(out) / "jobs" / name, jobs, shard, cli_command())
-    result = run_study(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, recipe, out, sets,
-                       show_progress=show_progress, log=log, rerun_stale=rerun_stale, jobs=jobs,
-                       shard=parse_shard(shard) if shard is not None else None, launch=launch,
-                       seed_batch=parse_seed_batch(seed_batch), seed_strategy=seed_strategy)
-    if margin is not None:
-        result["margin"] = margin
-    base = Path(out) / name
-    stem = write_tables(result, base) if partial or not result["missing"] else None
+    _check_sweep(options, "ablate")
+    result = run_study(study, options, log)
+    base = Path(options.out) / name
+    stem = write_tables(result, base) if options.partial or not result["missing"] else None
     return Sweep(study, result, base, stem)
 
 
-def run_table(table: str, tasks: str | None, seeds: int, recipe: str | None = None, out: Path = Path("reproduce"),
-              sets: list[str] | None = None, *, models: str | None = None, train: bool = True,
-              log: Callable[[str], None] = print, rerun_stale: bool = False, jobs: int = 1,
-              shard: str | None = None, margin: float | None = None, launcher: str = "local",
-              slurm: str | None = None, wait: bool = False, seed_batch: str | int | None = None,
-              seed_strategy: str = "auto", committed: Path | None = None) -> Sweep:
-    """`relreason reproduce`: the published table `table` on `tasks` (None: the table's own) and the
-    columns of `models` (a comma list; None: every column) swept by `run_study` (with `train` False,
-    only read back), its tables written under OUT/tables/<table>, partial ones while cells are missing.
-    `margin`: the equivalence margin of the verdicts instead of the table's own. `launcher` other than
-    local: the cells are submitted (`slurm`: "key=value,..."; `wait`: until their jobs end), job files in
-    OUT/jobs/<table>. `seed_batch` ("auto", None or K) and `seed_strategy`: the seed groups of `run_study`.
-    `committed`: cells finished there count as done (`run_study`)."""
+def run_table(table: str, options: SweepOptions = SweepOptions(out=Path("reproduce")),
+              log: Callable[[str], None] = print) -> Sweep:
+    """`relreason reproduce`: the published table `table` swept by `run_study` on `options` (tasks None: the
+    table's own; models None: every column; train False: only read back), its tables written under
+    OUT/tables/<table>, partial ones while cells are missing."""
     study = TABLES.get(table)
-    margin = check_margin(margin) if margin is not None else None
-    _not_under_torchrun("reproduce")
-    model_list = parse_models(models)
-    launch = launch_for(launcher, slurm, wait, Path(out) / "jobs" / table, jobs, shard, cli_command())
-    result = run_study(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, recipe, out, sets,
-                       log=log, rerun_stale=rerun_stale, jobs=jobs,
-                       shard=parse_shard(shard) if shard is not None else None, models=model_list, train=train,
-                       launch=launch, seed_batch=parse_seed_batch(seed_batch), seed_strategy=seed_strategy,
-                       committed=committed)
-    if margin is not None:
-        result["margin"] = margin
-    base = Path(out) / "tables" / table
+    _check_sweep(options, "reproduce")
+    result = run_study(study, options, log)
+    base = Path(options.out) / "tables" / table
     return Sweep(study, result, base, write_tables(result, base))
+
+
+def _check_sweep(options: SweepOptions, command: str) -> None:
+    """What a sweep checks before it plans: the margin, and that it does not run under torchrun."""
+    if options.margin is not None:
+        check_margin(options.margin)
+    _not_under_torchrun(command)
 
 
 def parse_models(models: str | None) -> list[str] | None:
@@ -229,22 +267,39 @@ def parse_models(models: str | None) -> list[str] | None:
     return model_list
 
 
-def sweep_status(kind: str, name: str, tasks: str | None, seeds: int, recipe: str | None = None,
-                 out: Path = Path("reproduce"), sets: list[str] | None = None, models: str | None = None) -> list[dict]:
+def sweep_status(kind: str, name: str, options: SweepOptions) -> list[dict]:
     """`reproduce TABLE --status` (`kind` "table") and `ablate NAME --status` (`kind` "ablation"): each planned
     cell's status (relreason.studies.launch.cell_status: done, running with its job, partial, missing, stale)."""
     study = TABLES.get(name) if kind == "table" else ABLATIONS.get(name)
-    cells = plan_cells(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, recipe, out, sets,
-                       parse_models(models))
+    o = options
+    cells = plan_cells(study, expand_tasks(o.tasks if o.tasks is not None else study.tasks), o.seeds, o.recipe,
+                       o.out, list(o.sets), parse_models(o.models))
     return [cell_status(c) for c in cells]
 
 
-def costs_file() -> Path:
-    """The measured cell costs shipped with relreason (relreason/studies/costs.json, package data, written
-    by scripts/bench_reproduce.py), so that `reproduce --list` shows them from any directory."""
-    import importlib.resources
-
-    return Path(str(importlib.resources.files("relreason.studies") / "costs.json"))
+def ablation_costs(name: str | None, options: SweepOptions = SweepOptions()) -> list[dict]:
+    """`relreason ablate --list`: one row per ablation (or the ablation `name` alone): its variants, tasks
+    (`options.tasks`, default its own) and seeds (`options.seeds`), its cells, and their predicted cost one
+    after another from the measured cells (relreason.studies.costs; None where none is measured)."""
+    studies = [ABLATIONS.get(name)] if name is not None else [ABLATIONS.get(n) for n in ABLATIONS.names()]
+    rows = []
+    for study in studies:
+        o = options
+        tasks = expand_tasks(o.tasks if o.tasks is not None else study.tasks)
+        row = {"ablation": study.name, "what": study.description, "variants": len(study.variants),
+               "tasks": len(tasks), "seeds": len(o.seeds), "cells": len(study.variants) * len(tasks) * len(o.seeds)}
+        try:
+            one_seed = plan_cells(study, tasks, (0,), o.recipe, o.out, list(o.sets))  # the seeds cost alike
+        except RelreasonError as e:
+            if name is not None:
+                raise
+            rows.append({**row, "predicted_seconds": None, "measured_on": [],
+                         "predicted": f"- (not planned on its tasks: {e.message})"})
+            continue
+        estimate = estimate_cells(one_seed * len(o.seeds))
+        rows.append({**row, "predicted_seconds": None if estimate.unmeasured_cells else round(estimate.seconds, 1),
+                     "measured_on": list(estimate.machines), "predicted": estimate.short()})
+    return rows
 
 
 def table_costs(costs: Path | None = None, table: str | None = None, tasks: str | None = None,
@@ -257,17 +312,7 @@ def table_costs(costs: Path | None = None, table: str | None = None, tasks: str 
 
     `table` (with `tasks`, a comma list or group, and `seeds`): that table alone, on those tasks (default:
     its own) at that seed count for every column (default: its paper's)."""
-    costs = costs_file() if costs is None else Path(costs)
-    measured = {}
-    if costs.is_file():
-        try:
-            measured = json.loads(costs.read_text())
-        except (OSError, ValueError):
-            raise RelreasonError(f"{costs} is not a readable costs file",
-                                 "measure again: python scripts/bench_reproduce.py") from None
-    elif costs != costs_file():
-        raise RelreasonError(f"--costs {costs} does not exist", "give the file scripts/bench_reproduce.py wrote, "
-                                                                "or leave --costs out for the measured costs shipped")
+    measured = read_costs(costs)
     groups = measured.get("seed_groups") or {}
     ratios = groups.get("ratios") or {}
     rows, machines = [], set()
@@ -284,8 +329,8 @@ def table_costs(costs: Path | None = None, table: str | None = None, tasks: str 
         if cells:
             lo = min(cells.items(), key=lambda kv: kv[1]["seconds"])
             hi = max(cells.items(), key=lambda kv: kv[1]["seconds"])
-            cost = f"{_hours(lo[1]['seconds'])} ({lo[0]})" + ("" if lo[0] == hi[0] else
-                                                              f" to {_hours(hi[1]['seconds'])} ({hi[0]})")
+            cost = f"{hours(lo[1]['seconds'])} ({lo[0]})" + ("" if lo[0] == hi[0] else
+                                                              f" to {hours(hi[1]['seconds'])} ({hi[0]})")
             machines.add(f"{entry.get('hardware', '?')}, {entry.get('date', '?')}: {entry.get('command', '?')}")
         rows.append({"table": name, "what": study.description, "columns": len(study.variants),
                      "tasks": len(table_tasks),
@@ -359,16 +404,11 @@ def _table_total(study: Study, tasks: list[str], cells: dict, ratios: dict | Non
     if why:
         return {"at paper seeds (predicted)": f"- ({why})", "total_seconds": None,
                 "in seed groups (predicted)": f"- ({why})", "grouped_seconds": None}
-    out = {"at paper seeds (predicted)": f"{_hours(total)} (each column's {', '.join(sorted(measured_on))} cell "
+    out = {"at paper seeds (predicted)": f"{hours(total)} (each column's {', '.join(sorted(measured_on))} cell "
                                          f"for all {len(tasks)} tasks)", "total_seconds": round(total, 1)}
     if why_grouped:
         return {**out, "in seed groups (predicted)": f"- ({why_grouped})", "grouped_seconds": None}
-    text = ", ".join(f"{s} {_hours(t)} ({total / t:.2f}x)" for s, t in grouped.items())
+    text = ", ".join(f"{s} {hours(t)} ({total / t:.2f}x)" for s, t in grouped.items())
     return {**out, "in seed groups (predicted)": text,
             "grouped_seconds": {s: round(t, 1) for s, t in grouped.items()}}
 
-
-def _hours(seconds: float) -> str:
-    if seconds >= 100 * 3600:
-        return f"{seconds / 3600:,.0f} h"
-    return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"

@@ -19,6 +19,7 @@ from relreason.errors import RelreasonError
 from relreason.rundir import CELL_RUN
 from relreason.runtime import cli_command
 from relreason.studies.cells import Cell, cell_label, cell_state, is_held
+from relreason.studies.costs import time_left
 
 
 def train_cell(cell: Cell, show_progress: bool = False, log: Callable[[str], None] = print,
@@ -83,12 +84,13 @@ def _train_claimed(claimed: list, strategy: str, show_progress: bool, log: Calla
             cfg = resume_config(c.run_dir, [f"train.device={t.device}", f"train.threads={t.threads}"])
         configs.append(cfg)
     abouts = [RunAbout(cell_label(c), group=c.study or None, job_type=c.variant.label) for c, _, _ in claimed]
+    hint = "the study's command" if command is None else command  # a cell resumes with its study
     if len(claimed) == 1:
         c, lock, state = claimed[0]
         return run(configs[0], out=c.directory, name=CELL_RUN, resume=state == "partial", show_progress=show_progress,
-                   command=command, log=log, lock=lock, about=abouts[0]).interrupted
+                   command=command, log=log, lock=lock, about=abouts[0], resume_hint=hint).interrupted
     results = train_members(configs, [c.run_dir for c, _, _ in claimed], [state == "partial" for *_, state in claimed],
-                            show_progress, command, log, strategy, [lock for _, lock, _ in claimed], abouts)
+                            show_progress, command, log, strategy, [lock for _, lock, _ in claimed], abouts, hint)
     return any(r.interrupted for r in results)
 
 
@@ -119,7 +121,8 @@ def _train_here(name: str, todo: list[list[Cell]], total: int, show_progress: bo
 
     cells = sum(len(g) for g in todo)
     with progress(total, name, unit="cell", disable=not show_progress, initial=total - cells) as bar:
-        for group in todo:
+        for k, group in enumerate(todo):
+            bar.set_postfix_str(time_left([c for g in todo[k:] for c in g]), refresh=True)
             resuming = [c for c in group if cell_state(c) == "partial"]
             which = "" if len(group) == 1 else " " + ", ".join(f"seed {c.seed}" for c in resuming)
             log(f"{name}: {group_label(group)}" + (f" (resuming{which})" if resuming else ""))
@@ -158,7 +161,10 @@ def _train_in_workers(name: str, todo: list[list[Cell]], total: int, jobs: int, 
                 log(f"{name}: started {group_label(g)} ({len(running)} running)")
             if not running:
                 break
-            bar.set_postfix_str("running: " + "; ".join(group_label(g) for g in running.values()), refresh=True)
+            left = time_left([c for g in [*running.values(), *queue] for c in g], jobs)
+            bar.set_postfix_str("; ".join(filter(None, [left, "running: " + "; ".join(group_label(g) for g in
+                                                                                      running.values())])),
+                                refresh=True)
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for fut in finished:
                 g = running.pop(fut)

@@ -33,27 +33,40 @@ def results_table(run_dir: Path, fmt: str) -> str:
     from relreason.tasks import METRIC_LABELS
 
     res = read_results(run_dir)
-    rows, columns = _table(res)
+    rows, columns = result_table(run_scores(res))
     label = res.test_label or f"test, n={res.test_size}"
-    metric = METRIC_LABELS.get(_metric(res), res.metric)
-    return render(rows, columns, fmt, title=f"{res.model} on {res.task}, {label}: {metric}")
+    return render(rows, columns, fmt, title=result_title(res.model, res.task, label,
+                                                         METRIC_LABELS.get(_metric(res), res.metric)))
+
+
+def result_title(model: str, task: str, label: str, metric: str) -> str:
+    """The title of a result table: "mpnn on bfs: test, n=64, 32 samples — CLRS score (...), higher is better"."""
+    return f"{model} on {task}: {label} — {metric}"
+
+
+def result_table(scores: dict) -> tuple[list[dict], list[str]]:
+    """The one result table of `train` (its final test), `eval`, `export --results` and the model card: rows
+    and columns of the scores as stored (fractions, squared errors), per output feature, the task score and
+    each hint `scores` holds, each row with how it is measured and which way is better
+    (relreason.tasks.feature_measure); for text tasks, per (algorithm, size) with TransNAR's shape, parse and
+    CLRS scores. `scores`: an evaluation, or a run's test with its "task" and "metric" (`run_scores`)."""
+    if scores.get("metric") == "text_clrs":
+        from relreason.eval.text_score import text_table
+
+        return text_table(scores)
+    from relreason.tasks import feature_measure
+
+    return score_rows(scores, scores.get("task"), feature_measure), ["feature", "score", "measure"]
+
+
+def run_scores(res: RunResults) -> dict:
+    """A finished run's test as `result_table` reads it."""
+    return {**res.test.to_dict(), "per_task": res.per_task, "task": res.task, "metric": _metric(res)}
 
 
 def _metric(res: RunResults) -> str:
     """The run's metric: CLRS for results.json written before the key existed (only CLRS tasks were)."""
     return "clrs" if res.metric is None else res.metric
-
-
-def _table(res: RunResults) -> tuple[list[dict], list[str]]:
-    """The test's rows and columns: per feature, or per (algorithm, size) for text tasks."""
-    test = {**res.test.to_dict(), "per_task": res.per_task}
-    if res.metric == "text_clrs":
-        from relreason.eval.text_score import text_table
-
-        return text_table(test)
-    from relreason.tasks import feature_measure
-
-    return score_rows(test, res.task, feature_measure), ["feature", "score", "measure"]
 
 
 def export_bundle(run_dir: Path, out_dir: Path | None = None, hub: bool = False) -> Path:
@@ -93,7 +106,7 @@ def model_card(res: RunResults) -> str:
     from relreason.tasks import METRIC_LABELS
 
     metric = _metric(res)
-    table = render(*_table(res), "md")
+    table = render(*result_table(run_scores(res)), "md")
     label = res.test_label or f"test, n={res.test_size}"
     again = {"relative_loss": f"relreason eval THIS_DIRECTORY --ood {res.config['data'].get('test_backbone', 100)}",
              "text_clrs": "relreason eval THIS_DIRECTORY --sizes "

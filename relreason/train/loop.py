@@ -60,12 +60,14 @@ def check_run_name(name: str) -> None:
 
 def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: bool = False,
         show_progress: bool = True, command: str | None = None, log=None, lock: RunLock | None = None,
-        about: RunAbout | None = None) -> RunResult:
+        about: RunAbout | None = None, resume_hint: str | None = None) -> RunResult:
     """Trains `cfg.model_name` on `cfg.task`; returns where the run is and how it scored.
 
     Under torchrun every process calls it (see the module docstring). `lock`: the run directory's lock,
     already held by the caller (`ablate` claims a cell before training it); by default `run` takes it.
-    `about`: the run's name, group and job type as trackers show them (a cell's; by default the run's name)."""
+    `about`: the run's name, group and job type as trackers show them (a cell's; by default the run's name).
+    `resume_hint`: what continues the run when it is interrupted (a study's cell: the study's command; by
+    default `--name NAME --resume`)."""
     from relreason.train.distributed import Distributed
     from relreason.train.workloads import build_workload
 
@@ -91,6 +93,7 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
                                          "run it in one process (without torchrun)")
                 session = Session(cfg, run_dir, workload, command, log, show_progress, dd)
                 session.about = about
+                session.resume_hint = resume_hint or session.resume_hint
                 session.open(resume)
                 interrupted = session.train()
                 result = session.result(interrupted)

@@ -152,7 +152,8 @@ def run_group(cfg: Config, seeds: list[int], out: Path = Path("runs"), names: li
 
 def train_members(members: list[Config], run_dirs: list[Path], resume: list[bool], show_progress: bool = True,
                   command: str | None = None, log=None, strategy: Strategy | str = Strategy.AUTO,
-                  locks: list[RunLock] | None = None, abouts: list | None = None) -> list:
+                  locks: list[RunLock] | None = None, abouts: list | None = None,
+                  resume_hint: str = "--resume") -> list:
     """Trains one seed group whose members are given whole: `members[k]` (configs of one setting that differ
     in their seed) into `run_dirs[k]`, resuming its checkpoint where `resume[k]` (`reproduce` and `ablate`
     group their cells so: each cell's own config, directory and state). Returns each member's RunResult.
@@ -160,7 +161,8 @@ def train_members(members: list[Config], run_dirs: list[Path], resume: list[bool
     `strategy` auto runs vmap on an accelerator where every member allows it, and the loop on CPU, where
     the vmapped step measured slower than the single runs (scripts/bench_seeds.py, recorded in
     relreason/studies/costs.json). `abouts`: each member's RunAbout for its trackers (a cell's label, study
-    and variant), as `relreason.train.run`'s `about`."""
+    and variant), as `relreason.train.run`'s `about`. `resume_hint`: what continues the group when it is
+    interrupted (a study's: its command)."""
     from relreason.protocol import setting_identity
     from relreason.train.distributed import Distributed
     from relreason.train.workloads import build_workload
@@ -209,7 +211,7 @@ def train_members(members: list[Config], run_dirs: list[Path], resume: list[bool
                         s.cfg, s.wl.cfg = c, c
             for s, again in zip(sessions, resume):
                 s.open(again)
-            group = SeedGroup(sessions, use_vmap)
+            group = SeedGroup(sessions, use_vmap, resume_hint)
             interrupted = group.train(show_progress, log)
             results = []
             for s in sessions:
@@ -229,8 +231,8 @@ class SeedGroup:
     """The members' shared step loop (module docstring). `step(step)` is the shape-static step: forward,
     backward, each member's clipping and Adam, with nothing read back to the host."""
 
-    def __init__(self, sessions: list, use_vmap: bool):
-        self.sessions, self.use_vmap = sessions, use_vmap
+    def __init__(self, sessions: list, use_vmap: bool, resume_hint: str = "--resume"):
+        self.sessions, self.use_vmap, self.resume_hint = sessions, use_vmap, resume_hint
 
     # -- one step ----------------------------------------------------------------------------------
 
@@ -298,7 +300,7 @@ class SeedGroup:
                         s.finish_step([value], rate, starts[id(s)], _NoBar())
                     bar.update(t.batch_size * len(members))
         except KeyboardInterrupt:
-            log("\nstopped without saving; --resume continues each seed from its last checkpoint")
+            log(f"\nstopped without saving; {self.resume_hint} continues each seed from its last checkpoint")
             return True
         finally:
             bar.close()
@@ -306,7 +308,7 @@ class SeedGroup:
             for s in sessions:
                 s.state["seconds"] = time.time() - starts[id(s)]
                 s.checkpoint(s.last_dir, with_optimizer=True)
-            log(f"\ninterrupted: saved last/ of {len(sessions)} seeds; continue with --resume")
+            log(f"\ninterrupted: saved last/ of {len(sessions)} seeds; continue with {self.resume_hint}")
             return True
         return False
 

@@ -78,6 +78,7 @@ class Session:
         self.tracker = NullTracker()  # rank 0 opens train.log's trackers with the run directory
         self.about: RunAbout | None = None  # the name, group and job type trackers show (run's `about`)
         self.resumed = False  # from a checkpoint: its validation (the step-0 one too) is in metrics.jsonl
+        self.resume_hint = f"--name {run_dir.name} --resume"  # what continues the run, said when interrupted
 
     # -- phase 1: the run directory ------------------------------------------------------------
 
@@ -239,15 +240,14 @@ class Session:
                         losses.append(value)
                     self.finish_step(losses, rate, started, bar)
         except KeyboardInterrupt:  # a second Ctrl-C: the step may be half done, so nothing is saved
-            self.log(f"\nstopped without saving; --name {self.run_dir.name} --resume continues from the last "
-                     f"checkpoint")
+            self.log(f"\nstopped without saving; {self.resume_hint} continues from the last checkpoint")
             return True
         finally:
             bar.close()
         if stop:
             st["seconds"] = time.time() - started
             self.checkpoint(self.last_dir, with_optimizer=True)
-            self.log(f"\ninterrupted: saved {self.last_dir}; continue with --name {self.run_dir.name} --resume")
+            self.log(f"\ninterrupted: saved {self.last_dir}; continue with {self.resume_hint}")
             return True
         return False
 

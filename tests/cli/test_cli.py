@@ -70,7 +70,7 @@ def test_export_results_in_every_format(trained):
     assert rows[0] == ["feature", "score", "measure"]
     got = {r[0]: float(r[1]) for r in rows[1:]}
     measures = {r[0]: r[2] for r in rows[1:]}  # bfs: pi a pointer, reach_h a mask, pi_h a pointer hint
-    assert measures["output.pi"] == "accuracy ↑" and measures["score (mean of outputs)"] == "acc/F1 % ↑"
+    assert measures["output.pi"] == "accuracy ↑" and measures["score (mean of outputs)"] == "acc/F1 ↑"  # a fraction
     assert got["output.pi"] == pytest.approx(pi, abs=5e-5) and got["score (mean of outputs)"] == pytest.approx(score, abs=5e-5)
     parsed = json.loads(succeeds(relreason("export", run, "--results", "json")))
     assert {r["feature"]: r["score"] for r in parsed}["output.pi"] == pytest.approx(pi)
@@ -109,7 +109,8 @@ def test_ablate_twice_reads_the_cells_back(tmp_path):
     first = relreason(*args)
     cells = json.loads(succeeds(first))["cells"]
     assert [c["variant"] for c in cells] == ["rt", "rt 1 layer"]
-    assert first.stderr.count("single-layer: ") == 2  # one line per cell trained
+    assert first.stderr.count("single-layer: ") == 3  # its cost before it trains, then one line per cell trained
+    assert "single-layer: 2 cell(s) to train on cpu; " in first.stderr
     second = relreason(*args)
     assert json.loads(succeeds(second))["cells"] == cells
     assert "single-layer: " not in second.stderr  # nothing trained again

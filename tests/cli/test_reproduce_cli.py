@@ -74,7 +74,7 @@ def test_list_shows_the_shipped_costs_from_any_directory(tmp_path):
 
 
 def test_a_quick_cell_prints_beside_the_published_figure_marked_not_comparable(tmp_path):
-    (cell,) = plan_cells(TABLES.get("rt-table19"), ["bellman_ford"], 1, "quick", tmp_path, [], ["rt"])
+    (cell,) = plan_cells(TABLES.get("rt-table19"), ["bellman_ford"], (0,), "quick", tmp_path, [], ["rt"])
     cell.run_dir.mkdir(parents=True)
     (cell.run_dir / "results.json").write_text(results_json(cell.config.to_dict(), 0.9123, best_val=0.95,
                                                             seconds=150.0, command="relreason reproduce ..."))

@@ -16,7 +16,7 @@ from safetensors.numpy import load_file
 
 from cli_run import TINY, invoke, ok, one_line_error
 from relreason.studies.cells import cell_state, plan_cells
-from relreason.studies.sweep import run_table
+from relreason.studies.sweep import SweepOptions, run_table
 from relreason.studies.tables import TABLES
 
 from stop_requests import stop_after
@@ -108,7 +108,7 @@ def test_a_seed_group_writes_the_cells_each_alone_writes(alone, tmp_path, monkey
     assert [p.relative_to(tmp_path / "rep") for p in mine] == [p.relative_to(alone / "rep") for p in theirs]
     for a, b in zip(theirs, mine):
         same_files(a, b, exact=strategy == "loop")
-    for c in plan_cells(TABLES.get("ibarz2022"), ["bfs"], 2, None, tmp_path / "rep", sets(alone / "data")):
+    for c in plan_cells(TABLES.get("ibarz2022"), ["bfs"], (0, 1), None, tmp_path / "rep", sets(alone / "data")):
         assert cell_state(c) == "done"  # read back as any finished cell
     again = reproduce(tmp_path / "rep", alone / "data", "--seed-batch", "2", "--seed-strategy", strategy)
     assert sizes == [2] and again["cells"] == grouped["cells"]  # nothing trained again
@@ -119,17 +119,17 @@ def test_a_group_stopped_mid_way_resumes_each_cell(alone, tmp_path, monkeypatch)
     checkpoint): the next call trains the group again, resuming the one and starting the other, and both end
     as the cells trained alone, bit for bit (the loop strategy, as on CPU by default)."""
     out = tmp_path / "rep"
-    args = ("ibarz2022", "bfs", 2, None, out, sets(alone / "data"))
+    options = SweepOptions(tasks="bfs", seeds=(0, 1), out=out, sets=tuple(sets(alone / "data")), seed_batch=2)
     with monkeypatch.context() as m:
         stop_after(m, 1)
         with pytest.raises(KeyboardInterrupt):
-            run_table(*args, log=lambda msg: None, seed_batch=2)
-    cells = plan_cells(TABLES.get("ibarz2022"), ["bfs"], 2, None, out, sets(alone / "data"))
+            run_table("ibarz2022", options, log=lambda msg: None)
+    cells = plan_cells(TABLES.get("ibarz2022"), ["bfs"], (0, 1), None, out, sets(alone / "data"))
     assert [cell_state(c) for c in cells] == ["partial", "partial"]
     shutil.rmtree(cells[1].run_dir)
     assert [cell_state(c) for c in cells] == ["partial", "new"]
     sizes = spy_groups(monkeypatch)
-    sweep = run_table(*args, log=lambda msg: None, seed_batch=2)
+    sweep = run_table("ibarz2022", options, log=lambda msg: None)
     assert sizes == [2] and not sweep.result["missing"]
     for a, b in zip(cell_runs(alone / "rep"), cell_runs(out)):
         wa, wb = load_file(str(a / "last" / "model.safetensors")), load_file(str(b / "last" / "model.safetensors"))
@@ -143,10 +143,11 @@ def test_a_cell_another_process_holds_is_left_out_of_its_group(alone, tmp_path):
     from relreason.runtime import RunLock
 
     out = tmp_path / "rep"
-    cells = plan_cells(TABLES.get("ibarz2022"), ["bfs"], 2, None, out, sets(alone / "data"))
+    cells = plan_cells(TABLES.get("ibarz2022"), ["bfs"], (0, 1), None, out, sets(alone / "data"))
     logged: list[str] = []
     with RunLock(cells[0].run_dir):  # as if another worker or machine were training it
-        sweep = run_table("ibarz2022", "bfs", 2, None, out, sets(alone / "data"), log=logged.append, seed_batch=2)
+        options = SweepOptions(tasks="bfs", seeds=(0, 1), out=out, sets=tuple(sets(alone / "data")), seed_batch=2)
+        sweep = run_table("ibarz2022", options, log=logged.append)
     assert sweep.result["missing"] == ["triplet-gmpnn / bfs / seed 0"] and cell_state(cells[1]) == "done"
     assert "ibarz2022: triplet-gmpnn / bfs / seed 0: another process trains it; skipped" in logged
     assert not (cells[0].run_dir / "config.json").exists()  # left alone
@@ -231,9 +232,10 @@ def test_seed_batch_auto_groups_on_an_accelerator_only_without_cuda_graphs(tmp_p
     from relreason.studies.tables import TABLES
 
     study = TABLES.get("ibarz2022")
-    cells = plan_cells(study, ["bellman_ford"], 3, None, tmp_path, [])
+    cells = plan_cells(study, ["bellman_ford"], (0, 1, 2), None, tmp_path, [])
     assert default_seed_batch(cells, 3) == 1
     monkeypatch.setattr(build, "resolve_device", lambda device: torch.device("cuda"))
     assert default_seed_batch(cells, 3) == 3 and default_seed_batch(cells * 3, 9) == 4
-    graphed = plan_cells(study, ["bellman_ford"], 3, None, tmp_path, ["train.static_step=true", "train.cuda_graph=true"])
+    graphed = plan_cells(study, ["bellman_ford"], (0, 1, 2), None, tmp_path,
+                         ["train.static_step=true", "train.cuda_graph=true"])
     assert default_seed_batch(graphed, 3) == 1

@@ -83,7 +83,7 @@ def trained():
 @check
 def grouped():
     groups = task_groups()
-    cells = plan_cells(ABLATIONS.get("single-layer"), expand_tasks(extra_algorithm.FAMILY), 1, out=OUT / "ablations")
+    cells = plan_cells(ABLATIONS.get("single-layer"), expand_tasks(extra_algorithm.FAMILY), (0,), out=OUT / "ablations")
     return {"groups": {g: groups.get(g) for g in (extra_algorithm.FAMILY, extra_algorithm.GROUP, "clrs30",
                                                     "text:" + extra_algorithm.FAMILY)},
             "tasks": [t for t in TASKS.names() if NAME in t],

@@ -166,9 +166,9 @@ def test_cli_train_seeds_writes_a_run_directory_per_seed(tmp_path):
     for r in rows:
         assert (Path(r["run"]) / "results.json").is_file() and (Path(r["run"]) / "best" / "model.safetensors").is_file()
     bad = runner.invoke(app, ["train", "mpnn", "bellman_ford", "--seeds", "0,x"])
-    assert bad.exit_code == 1 and "--seeds '0,x' is not a comma list" in bad.output
+    assert bad.exit_code == 1 and "--seeds '0,x' is not a count or a list of seeds" in bad.output
     dup = runner.invoke(app, ["train", "mpnn", "bellman_ford", "--seeds", "1,1", "--recipe", "default"])
-    assert dup.exit_code == 1 and "repeats a seed" in dup.output
+    assert dup.exit_code == 1 and "lists seed 1 more than once" in dup.output
 
 
 def test_each_seed_clips_its_own_gradients(tmp_path, monkeypatch):

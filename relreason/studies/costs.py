@@ -1,0 +1,156 @@
+"""What a study's cells cost, predicted from the measured cells shipped with relreason (costs.json).
+
+scripts/bench_reproduce.py measures one cell of each published table's columns (on bellman_ford, at the
+column's protocol) and records it in relreason/studies/costs.json with the machine it ran on. A planned cell
+is predicted from the measured cell of its configuration: the same model, the same resolved recipe and the
+same variant delta (so an ablation's column that a table also has, e.g. the RT without edge updates of
+Table 17, is priced from that table's measurement), with the same batch size, scaled to the cell's own
+training examples. Cells no measurement covers are named, never guessed.
+
+    estimate = estimate_cells(cells)       # before a sweep trains: what its cells cost
+    estimate.line("no-edge-updates", "cpu")
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from relreason.errors import RelreasonError
+from relreason.studies.cells import Cell, delta_slug
+
+# what makes two cells cost the same (besides the task, the seed and the training examples, scaled)
+CostKey = tuple[str, str, str, int]  # (model, resolved recipe, delta slug, batch size)
+
+
+def costs_file() -> Path:
+    """The measured cell costs shipped with relreason (relreason/studies/costs.json, package data, written
+    by scripts/bench_reproduce.py), so that `reproduce --list` shows them from any directory."""
+    import importlib.resources
+
+    return Path(str(importlib.resources.files("relreason.studies") / "costs.json"))
+
+
+def read_costs(costs: Path | None = None) -> dict:
+    """The costs file (default: the shipped one; {} when that is absent); a one-line error for a file that
+    cannot be read or parsed, or a `costs` given that does not exist."""
+    path = costs_file() if costs is None else Path(costs)
+    if path.is_file():
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            raise RelreasonError(f"{path} is not a readable costs file",
+                                 "measure again: python scripts/bench_reproduce.py") from None
+    if path != costs_file():
+        raise RelreasonError(f"--costs {path} does not exist", "give the file scripts/bench_reproduce.py wrote, "
+                                                               "or leave --costs out for the measured costs shipped")
+    return {}
+
+
+def hours(seconds: float) -> str:
+    """A duration as people plan with it: "12 min", "2.5 h", "1,234 h"."""
+    if seconds >= 100 * 3600:
+        return f"{seconds / 3600:,.0f} h"
+    return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One measured cell: its cost and where it was measured."""
+
+    seconds: float  # the whole cell: training, validations, test
+    examples: int  # its training examples
+    machine: str  # "hardware, date"
+
+
+@lru_cache(maxsize=4)
+def _measured(costs_path: str) -> dict[CostKey, Measured]:
+    """{cost key: measured cell} of every measured column of the costs file at `costs_path` (its recipe
+    resolved as build_config names it: the column's, else the model's paper recipe for the task)."""
+    from relreason.config import paper_recipe
+    from relreason.studies.tables import TABLES
+
+    found: dict[CostKey, Measured] = {}
+    for table, entry in read_costs(Path(costs_path)).items():
+        if table not in TABLES or not isinstance(entry, dict):
+            continue
+        study = TABLES.get(table)
+        machine = f"{entry.get('hardware', '?')}, {entry.get('date', '?')}"
+        for key, m in (entry.get("cells") or {}).items():
+            label, _, task = key.partition(" on ")
+            for v in (v for v in study.variants if v.label == label and "batch" in m):
+                recipe = v.recipe if v.recipe is not None else paper_recipe(v.model, task)
+                found.setdefault((v.model, recipe, delta_slug(v.delta), int(m["batch"])),
+                                 Measured(float(m["seconds"]), int(m["examples"]), machine))
+    return found
+
+
+def cost_key(cell: Cell) -> CostKey:
+    return cell.variant.model, cell.config.recipe, delta_slug(cell.variant.delta), cell.config.train.batch_size
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The predicted cost of some cells: the measured ones' seconds, one after another, and what is not known."""
+
+    cells: int  # how many cells
+    seconds: float  # predicted, of the cells a measurement covers
+    unmeasured: tuple[str, ...]  # the configurations ("model recipe[+delta], batch B") no measurement covers
+    unmeasured_cells: int
+    machines: tuple[str, ...]  # where the measurements used were made
+
+    def short(self) -> str:
+        """E.g. "12.5 h", "12.5 h + 8 cells not measured (rt quick, batch 4)", "- (not measured: ...)"."""
+        if self.unmeasured_cells == self.cells:
+            return f"- (not measured: {', '.join(self.unmeasured)})"
+        more = f" + {self.unmeasured_cells} cell(s) not measured ({', '.join(self.unmeasured)})"
+        return hours(self.seconds) + (more if self.unmeasured_cells else "")
+
+    def text(self) -> str:
+        """E.g. "predicted 12.5 h one after another (measured on AMD EPYC ..., 2026-11-25)"."""
+        if self.unmeasured_cells == self.cells:
+            return f"not predicted: no measured cell of {', '.join(self.unmeasured)} (scripts/bench_reproduce.py)"
+        text = (f"predicted {hours(self.seconds)} one after another, from the cells measured on "
+                f"{'; '.join(self.machines)} (relreason/studies/costs.json), scaled to each cell's training examples")
+        if self.unmeasured_cells:
+            text += (f"; {self.unmeasured_cells} cell(s) not measured and not counted: "
+                     f"{', '.join(self.unmeasured)}")
+        return text
+
+    def line(self, name: str, device: str) -> str:
+        """What a sweep prints before it trains: how many cells, where, and what they are predicted to cost."""
+        return f"{name}: {self.cells} cell(s) to train on {device}; {self.text()}"
+
+
+def predict_cell(cell: Cell, costs: Path | None = None) -> float | None:
+    """The predicted seconds of one cell (module docstring), or None where no measurement covers it."""
+    m = _measured(str(costs_file() if costs is None else Path(costs))).get(cost_key(cell))
+    return None if m is None else m.seconds * cell.config.train.train_examples / m.examples
+
+
+def time_left(cells: list[Cell], at_once: int = 1) -> str:
+    """What a progress bar across cells says is left: "predicted 3.5 h left" for `cells` (those not done,
+    trained `at_once` at a time), "" when some cell is not measured (the bar's own estimate, from the cells
+    done so far, remains)."""
+    seconds = [predict_cell(c) for c in cells]
+    if None in seconds:
+        return ""
+    return f"predicted {hours(sum(seconds) / at_once)} left" + (f" ({at_once} at once)" if at_once > 1 else "")
+
+
+def estimate_cells(cells: list[Cell], costs: Path | None = None) -> Estimate:
+    """The predicted cost of training `cells` one after another, from the measured costs (module docstring)."""
+    measured = _measured(str(costs_file() if costs is None else Path(costs)))
+    seconds, unmeasured, missing, machines = 0.0, [], 0, set()
+    for c in cells:
+        m = measured.get(cost_key(c))
+        if m is None:
+            model, recipe, delta, batch = cost_key(c)
+            unmeasured.append(f"{model} {recipe}{f'+{delta}' if delta else ''}, batch {batch}")
+            missing += 1
+            continue
+        seconds += m.seconds * c.config.train.train_examples / m.examples
+        machines.add(m.machine)
+    return Estimate(len(cells), seconds, tuple(dict.fromkeys(unmeasured)), missing, tuple(sorted(machines)))
