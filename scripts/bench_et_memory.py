@@ -21,7 +21,7 @@ import time
 import torch
 
 from relreason.models.processors.et import EdgeTransformer, ETConfig
-from relreason.train.loop import adam
+from relreason.train.optimizer import adam
 
 
 def peak_rss_mb() -> float:

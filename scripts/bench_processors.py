@@ -33,7 +33,7 @@ import torch
 
 from bench_train import count_flops, matmul_peak
 from relreason.models.processors import PROCESSORS, State
-from relreason.train.loop import adam
+from relreason.train.optimizer import adam
 
 MODELS = ("mpnn", "triplet_gmpnn", "et", "floydnet", "rnar", "g_forgetnet")
 OVERRIDES = {"et": {"width": 64, "heads": 4, "layers": 3}}  # quick.yaml's ET on CLRS tasks

@@ -44,7 +44,7 @@ from relreason.data.trajectory import Dataset
 from relreason.models.catalog import model_rows
 from relreason.runtime import keep_freed_memory
 from relreason.tasks import TASKS
-from relreason.train.loop import adam, clip_grad_norm
+from relreason.train.optimizer import adam, clip_grad_norm
 
 BUDGET_S = 300.0  # the quick recipe's promise
 clock = time.process_time  # CPU seconds of this process (see --wall)

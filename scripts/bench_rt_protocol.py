@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from relreason.config import build_config
-from relreason.train import loop
+from relreason.train import loop, session
 
 PROTOCOL_STEPS = 80_000  # relreason/recipes/rt.yaml: 320,000 examples at batch 4
 PROTOCOL_VALIDATIONS = 1_001  # every 320 examples, plus the one before the first step
@@ -72,8 +72,8 @@ def main(argv: list[str] | None = None) -> None:
         TASKS.get(args.task).load(split, cfg.data)
 
     val, test = _Clock(), _Clock()
-    loop._Session.validate = val.wrap(loop._Session.validate)
-    loop._Session.final_test = test.wrap(loop._Session.final_test)
+    session.Session.validate = val.wrap(session.Session.validate)
+    session.Session.final_test = test.wrap(session.Session.final_test)
     with tempfile.TemporaryDirectory() as out:
         w0, c0 = time.perf_counter(), time.process_time()
         res = loop.run(cfg, out=Path(out), name="bench", show_progress=False, log=lambda m: None)

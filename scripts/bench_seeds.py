@@ -45,14 +45,14 @@ class Single:
     """One seed's single-run step (its own workload, Adam, clipping)."""
 
     def __init__(self, cfg):
-        from relreason.train.loop import adam
+        from relreason.train.optimizer import adam
         from relreason.train.workloads import build_workload
 
         self.cfg, self.wl = cfg, build_workload(cfg, torch.device("cpu"))
         self.opt = adam(self.wl.model.parameters(), cfg.train.lr)
 
     def step(self, k: int) -> None:
-        from relreason.train.loop import clip_grad_norm
+        from relreason.train.optimizer import clip_grad_norm
 
         for part in self.wl.step_batches(k):
             self.opt.zero_grad(set_to_none=True)
@@ -67,7 +67,7 @@ class _Member:
         self.wl, self.opt, self.cfg = single.wl, single.opt, single.cfg
 
     def update(self):
-        from relreason.train.loop import clip_grad_norm
+        from relreason.train.optimizer import clip_grad_norm
 
         clip_grad_norm(self.wl.model, self.cfg.train.grad_clip or 1e9)
         self.opt.step()

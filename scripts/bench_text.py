@@ -43,7 +43,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from relreason.models.text import PAD, TEXT_SHAPES, TextTransformer, TextTransformerConfig, TransNAR, TransNARConfig
 from relreason.runtime import keep_freed_memory
-from relreason.train.loop import adam
+from relreason.train.optimizer import adam
 
 
 def matmul_peak_flops(n: int = 2048, repeats: int = 5) -> float:

@@ -55,7 +55,7 @@ from relreason.models import kernels
 from relreason.models.processors import et
 from relreason.models.precision import autocast
 from relreason.runtime import keep_freed_memory
-from relreason.train.loop import adam, clip_grad_norm
+from relreason.train.optimizer import adam, clip_grad_norm
 
 PEAK_SIZE = 2048  # square fp32 matmul of the peak measurement (large enough for MKL's best kernel)
 PEAK_TRIES = 5

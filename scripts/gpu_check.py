@@ -199,7 +199,7 @@ def captured_training(device: torch.device, model: str, recipe: str, steps: int,
 
     from relreason.config import build_config
     from relreason.train.cuda_graphs import CapturedStep, captured_loss
-    from relreason.train.loop import adam, clip_grad_norm
+    from relreason.train.optimizer import adam, clip_grad_norm
     from relreason.train.workloads import build_workload
 
     sets = [f"data.data_dir={data_dir}", f"train.device={device.type}", "train.static_step=true"]

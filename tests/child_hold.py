@@ -8,8 +8,8 @@ checkpoint swap).
     wait_held(tmp_path, proc)          # the child appended its validation line at >= 64 examples and waits
     proc.send_signal(signal.SIGKILL)   # or SIGINT, then release(tmp_path) to let it go on
 
-The child imports a `sitecustomize` (put first on PYTHONPATH) that wraps relreason.train.loop's
-`_append` (rows of relreason.rundir): after the first validation row at >= `examples` examples is written, and before that
+The child imports a `sitecustomize` (put first on PYTHONPATH) that wraps relreason.train.session's
+`append_row` (rows of relreason.rundir): after the first validation row at >= `examples` examples is written, and before that
 validation's checkpoint moves `last/` forward, it writes `held` and sleeps until `release` exists.
 A kill there leaves a metrics line newer than the last checkpoint: the case resuming must truncate.
 """
@@ -29,9 +29,9 @@ from pathlib import Path
 
 _where = Path(os.environ["RELREASON_TEST_HOLD"])
 _at = int(os.environ["RELREASON_TEST_HOLD_EXAMPLES"])
-import relreason.train.loop as _loop
+import relreason.train.session as _session
 
-_append = _loop._append
+_append = _session.append_row
 
 
 def _holding_append(path, record):
@@ -42,7 +42,7 @@ def _holding_append(path, record):
             time.sleep(0.02)
 
 
-_loop._append = _holding_append
+_session.append_row = _holding_append
 '''
 
 

@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 
 from relreason.config import Config
 from relreason.train import RunResult, run
-from relreason.train.loop import resume_config
+from relreason.train.resume import resume_config
 
 
 def assert_resume_is_exact(make: Callable[[int], Config], total: int, part: int, tmp_path: Path) -> RunResult:

@@ -14,13 +14,15 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from relreason.train import loop
+from relreason.train import loop, seed_group, session
+from relreason.train.stop_requests import StopRequests
 
 
 def stop_after(monkeypatch, updates: int) -> None:
-    """Makes the next `loop.run` stop after `updates` updates (one stop request read per update)."""
+    """Makes the next `loop.run` (or seed group) stop after `updates` updates (one stop request read per
+    update): both train under relreason.train.stop_requests' `StopRequests`, as their modules name it."""
 
-    class StopAfter(loop._StopRequests):
+    class StopAfter(StopRequests):
         def __enter__(self):
             self.asked = 0
             return self
@@ -37,7 +39,8 @@ def stop_after(monkeypatch, updates: int) -> None:
         def requested(self, value):
             pass
 
-    monkeypatch.setattr(loop, "_StopRequests", StopAfter)
+    monkeypatch.setattr(session, "StopRequests", StopAfter)
+    monkeypatch.setattr(seed_group, "StopRequests", StopAfter)
 
 
 def sessions_with_a_lost_checkpoint(monkeypatch, cfg, runs: Path, name: str, spare: Path, between=None) -> None:

@@ -14,7 +14,7 @@ from safetensors.numpy import load_file
 from relreason.config import TrainConfig, build_config
 from relreason.errors import RelreasonError
 from relreason.schedules import LR_SCHEDULES, learning_rate
-from relreason.train import loop, run
+from relreason.train import run, session
 
 from stop_requests import stop_after
 
@@ -85,7 +85,7 @@ COSINE = ["train.lr_schedule=cosine", "train.warmup_examples=12", "train.min_lr=
 def record_rates(monkeypatch) -> list[float]:
     """The rate of every Adam update the loop makes (read from the optimizer as it steps)."""
     rates: list[float] = []
-    adam = loop.adam
+    adam = session.adam
 
     def recording(params, lr):
         opt = adam(params, lr)
@@ -98,7 +98,7 @@ def record_rates(monkeypatch) -> list[float]:
         opt.step = stepping
         return opt
 
-    monkeypatch.setattr(loop, "adam", recording)
+    monkeypatch.setattr(session, "adam", recording)
     return rates
 
 

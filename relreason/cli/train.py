@@ -68,7 +68,7 @@ def _config_of(model: str, task: str, recipe: str | None, sets: list[str] | None
     """The config of `train`: the run directory `resumed`'s stored one with what may change on resume, or a
     new one resolved from the command line."""
     if resumed is not None:
-        from relreason.train.loop import resume_config
+        from relreason.train.resume import resume_config
 
         return resume_config(resumed, overrides_of(sets, seed, device, graph, init), recipe)
     if graph is not None:
@@ -144,7 +144,8 @@ def train_cmd(
     """
     from relreason.config import config_yaml
     from relreason.train import run
-    from relreason.train.loop import check_run_name, stored_config
+    from relreason.train.loop import check_run_name
+    from relreason.train.resume import stored_config
 
     if name is not None:
         check_run_name(name)

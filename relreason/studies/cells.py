@@ -145,7 +145,8 @@ def cell_state(cell: Cell) -> str:
     config) or "new". Configs are compared by `result_identity`: a cell computed with other threads or on
     another device is the same cell."""
     from relreason.train.checkpoint import plugin_changes
-    from relreason.train.loop import has_progress, stored_config
+    from relreason.train.claim import has_progress
+    from relreason.train.resume import stored_config
 
     want = result_identity(cell.config.to_dict())
     files = RunDir(cell.run_dir)

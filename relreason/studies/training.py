@@ -72,7 +72,7 @@ def _train_claimed(claimed: list, strategy: str, show_progress: bool, log: Calla
     """Trains claimed (cell, lock, state) of one group; True when interrupted."""
     from relreason.tracking import RunAbout
     from relreason.train import run
-    from relreason.train.loop import resume_config
+    from relreason.train.resume import resume_config
     from relreason.train.seed_group import train_members
 
     configs = []

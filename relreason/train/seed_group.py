@@ -2,7 +2,7 @@
 
     results = run_group(cfg, seeds=[0, 1, 2, 3], out=Path("runs"), names=["a-s0", ..., "a-s3"])
 
-Each seed is a full single run (relreason.train.loop's `_Session`): its own workload, so its own
+Each seed is a full single run (relreason.train.session's `Session`): its own workload, so its own
 initialisation (`torch.manual_seed(seed)` at build), data order and noise (`derive_seed(seed, ...)`),
 Adam state, gradient clipping, validation, best checkpoint and run directory with the files a single
 run writes. Only the step's forward and backward are shared, in one of two ways (`Strategy`):
@@ -51,6 +51,10 @@ from relreason.config import Config
 from relreason.errors import RelreasonError
 from relreason.models.noise import Noise
 from relreason.runtime import RunLock, keep_freed_memory, progress
+from relreason.train.claim import claim
+from relreason.train.loop import check_run_name, default_run_name
+from relreason.train.session import Session
+from relreason.train.stop_requests import StopRequests
 
 
 class Strategy(str, enum.Enum):
@@ -135,8 +139,6 @@ def run_group(cfg: Config, seeds: list[int], out: Path = Path("runs"), names: li
     Raises:
         RelreasonError: bad seeds or names, a run directory that exists (without resume), vmap asked
             where it does not apply (its reasons named)."""
-    from relreason.train.loop import check_run_name, default_run_name
-
     members = seed_configs(cfg, list(seeds))
     if names is None:
         names = group_names(default_run_name(cfg).replace(f"-s{cfg.train.seed}-", "-"), list(seeds))
@@ -161,7 +163,6 @@ def train_members(members: list[Config], run_dirs: list[Path], resume: list[bool
     and variant), as `relreason.train.run`'s `about`."""
     from relreason.protocol import setting_identity
     from relreason.train.distributed import Distributed
-    from relreason.train.loop import _claim, _Session
     from relreason.train.workloads import build_workload
 
     from relreason.tracking import check_trackers
@@ -189,10 +190,10 @@ def train_members(members: list[Config], run_dirs: list[Path], resume: list[bool
         sessions, workloads = [], []
         try:
             for k, (c, run_dir) in enumerate(zip(members, run_dirs)):
-                stack.enter_context(_claim(Path(run_dir), resume[k], dd, None if locks is None else locks[k]))
+                stack.enter_context(claim(Path(run_dir), resume[k], dd, None if locks is None else locks[k]))
                 wl = build_workload(c, dd.device)
                 workloads.append(wl)
-                sessions.append(_Session(c, Path(run_dir), wl, command, log, False, dd))
+                sessions.append(Session(c, Path(run_dir), wl, command, log, False, dd))
                 sessions[-1].about = None if abouts is None else abouts[k]
             dd.set_threads(members[0].train.threads)
             problems = sorted({p for c, wl in zip(members, workloads) for p in vmap_problems(c, wl, dd.world)})
@@ -265,8 +266,6 @@ class SeedGroup:
     def train(self, show_progress: bool, log) -> bool:
         """Runs every member to its budget; True when interrupted (Ctrl-C / SIGTERM: every member saves
         `last/` at the end of the step, as a single run does)."""
-        from relreason.train.loop import _StopRequests
-
         sessions = self.sessions
         t = sessions[0].cfg.train
         total = t.train_examples * len(sessions)
@@ -279,7 +278,7 @@ class SeedGroup:
             s.wl.model.train()
         stop = False
         try:
-            with _StopRequests(log) as requests:
+            with StopRequests(log) as requests:
                 for s in sessions:
                     if s.state["step"] == 0 and not s.resumed:  # a resumed run's step-0 validation is in its files
                         s.validate()

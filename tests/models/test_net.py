@@ -20,7 +20,7 @@ from relreason.models.net import Net
 from relreason.models.processors.mpnn import MPNNConfig
 from relreason.models.processors.rt import RTConfig
 from relreason.models.processors.transformer import TransformerConfig
-from relreason.train.loop import clip_grad_norm
+from relreason.train.optimizer import clip_grad_norm
 
 NAMES = ALGORITHMS.names()
 

@@ -12,7 +12,7 @@ from relreason.models import Batch, ModelConfig, build_model, prepare_spec
 from relreason.models.noise import Noise
 from relreason.models.processors import PROCESSORS
 from relreason.runtime import count_host_syncs
-from relreason.train.loop import adam, clip_grad_norm
+from relreason.train.optimizer import adam, clip_grad_norm
 
 
 def net_and_batch(name: str, task: str = "bellman_ford", num: int = 6):

@@ -19,7 +19,7 @@ from relreason.config import build_config
 from relreason.data import generate
 from relreason.models import Batch, ModelConfig, build_model, prepare_spec
 from relreason.models.noise import Noise, Tape
-from relreason.train import loop, run
+from relreason.train import run, session
 
 TINY = ["model.hidden=16", "train.batch_size=4", "train.train_examples=48", "train.eval_every_examples=24",
         "data.train_num=24", "data.train_size=5", "data.val_size=5", "data.test_size=5", "train.static_step=true"]
@@ -72,12 +72,12 @@ def test_a_captured_run_trains_the_uncaptured_weights(tmp_path, monkeypatch):
     several hint lengths), with the recorded step re-run where CUDA would replay it: the same weights, bit
     for bit, as the static step run directly (teacher forcing and dropout on: the tape serves each draw)."""
     made = []
-    capture = loop._Session.captured_step
+    capture = session.Session.captured_step
 
     def eager(self, replay="cuda"):
         made.append(capture(self, "eager"))
         return made[-1]
-    monkeypatch.setattr(loop._Session, "captured_step", eager)
+    monkeypatch.setattr(session.Session, "captured_step", eager)
     over = TINY + [f"data.data_dir={tmp_path / 'data'}", "model.teacher_forcing=0.5", "model.dropout=0.1"]
     run(build_config("mpnn", "bellman_ford", None, over), out=tmp_path, name="plain", show_progress=False)
     assert not made

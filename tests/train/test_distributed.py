@@ -178,7 +178,7 @@ def _sharded_training(cfg, steps: int, world_at) -> tuple[dict[str, np.ndarray],
     the ranks' gradients (DDP's all-reduce) of their losses as `NarWorkload.loss` gives them (normalized
     by the global counts; see `_rank_losses`); clipping and Adam as the loop. Returns the final weights
     and each step's loss (the mean over ranks)."""
-    from relreason.train.loop import adam, clip_grad_norm
+    from relreason.train.optimizer import adam, clip_grad_norm
 
     wl = NarWorkload(cfg, CPU)
     model = wl.model

@@ -59,7 +59,7 @@ def test_a_run_records_the_code_that_ran_it(tmp_path, monkeypatch):
         assert code["commit"] == inside_git.stdout.strip() and isinstance(code["dirty"], bool)
     # a session under other code is recorded beside the first, as every machine a session ran on
     monkeypatch.setattr(runtime, "source_digest", lambda: "0" * 16)
-    from relreason.train.loop import resume_config
+    from relreason.train.resume import resume_config
 
     run(resume_config(d, ["train.train_examples=32"]), out=tmp_path / "runs", name="r", resume=True,
         show_progress=False)
@@ -215,57 +215,6 @@ def test_run_names_that_leave_the_runs_directory_are_refused(tmp_path, name):
 
     with pytest.raises(RelreasonError, match="invalid run name"):
         run(tiny_config(tmp_path), out=tmp_path / "runs", name=name, show_progress=False)
-
-
-def test_resume_refuses_a_changed_config_and_records_an_extended_budget(tmp_path):
-    from relreason.errors import RelreasonError
-    from relreason.train.loop import resume_config
-
-    run(tiny_config(tmp_path, extra=["train.train_examples=32"]), out=tmp_path / "runs", name="r", show_progress=False)
-    d = tmp_path / "runs" / "r"
-    with pytest.raises(RelreasonError, match="train.lr"):
-        resume_config(d, ["train.lr=0.5"])
-    with pytest.raises(RelreasonError, match="train.seed"):
-        resume_config(d, ["train.seed=7"])
-    cfg = resume_config(d, ["train.train_examples=48"])
-    res = run(cfg, out=tmp_path / "runs", name="r", resume=True, show_progress=False)
-    assert res.examples == 48
-    events = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
-    resume = [e for e in events if e["event"] == "resume"]
-    assert resume and resume[0]["changed"] == {"train.train_examples": [32, 48]}
-    stored = json.loads((d / "results.json").read_text())
-    assert stored["config"]["train"]["train_examples"] == 48 == stored["examples"]
-    assert json.loads((d / "config.json").read_text())["config"] == stored["config"]
-
-
-def test_cli_resume_takes_the_stored_config(tmp_path):
-    sets = [x for s in TINY + [f"data.data_dir={tmp_path / 'data'}", "train.train_examples=32"] for x in ("--set", s)]
-    args = ["train", "mpnn", "bellman_ford", "--name", "c", "--out", str(tmp_path / "runs")]
-    assert runner.invoke(app, args + sets).exit_code == 0
-    # no options: continues with the run's own configuration (its recipe, its budget)
-    res = runner.invoke(app, args + ["--resume"])
-    assert res.exit_code == 0, res.output
-    res = runner.invoke(app, args + ["--resume", "--set", "train.lr=0.1"])
-    assert res.exit_code == 1 and "cannot change train.lr" in res.output
-
-
-def test_resume_takes_the_recipe_deviation_the_run_recorded(tmp_path):
-    """The recipe is never looked up again by its label on resume: the run's config.json is the truth,
-    and only a run that predates recording it reads the recipe its label names."""
-    from relreason.config import recipe_deviation
-    from relreason.train.loop import resume_config
-
-    over = TINY + [f"data.data_dir={tmp_path / 'data'}", "train.train_examples=16"]
-    run(build_config("mpnn", "bellman_ford", "quick", over), out=tmp_path / "runs", name="r", show_progress=False)
-    d = tmp_path / "runs" / "r"
-    assert resume_config(d, []).deviation == recipe_deviation("quick")
-    assert resume_config(d, over, recipe="quick").deviation == recipe_deviation("quick")  # its own command
-    record = json.loads((d / "config.json").read_text())
-    (d / "config.json").write_text(json.dumps({**record, "deviation": "as recorded"}))
-    assert resume_config(d, []).deviation == "as recorded"
-    del record["deviation"]
-    (d / "config.json").write_text(json.dumps(record))
-    assert resume_config(d, []).deviation == recipe_deviation("quick")
 
 
 def test_recover_puts_back_a_checkpoint_caught_between_renames(tmp_path):

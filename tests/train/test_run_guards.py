@@ -61,7 +61,7 @@ def test_training_into_an_existing_run_without_resume_is_refused(finished, tmp_p
 
 
 def test_resume_with_nothing_to_resume_is_refused(tmp_path):
-    from relreason.train.loop import resume_config
+    from relreason.train.resume import resume_config
 
     with pytest.raises(RelreasonError, match="nothing to resume"):
         run(tiny_config(tmp_path), out=tmp_path / "runs", name="never", resume=True, show_progress=False)
@@ -130,9 +130,9 @@ def test_a_non_finite_loss_stops_the_run_before_the_update(tmp_path, monkeypatch
 def test_a_second_ctrl_c_stops_at_once_without_saving(tmp_path, monkeypatch):
     """One Ctrl-C: the step finishes and `last/` is saved there (tests/train/test_distributed.py). A
     second one stops mid-step: that step is half done, so `last/` stays at the previous checkpoint."""
-    from relreason.train import loop
+    from relreason.train.stop_requests import StopRequests
 
-    monkeypatch.setattr(loop._StopRequests, "PATIENCE", 0.0)  # "a second Ctrl-C" without waiting 2 s
+    monkeypatch.setattr(StopRequests, "PATIENCE", 0.0)  # "a second Ctrl-C" without waiting 2 s
     original = NarWorkload.loss
 
     def loss(self, module, part, step):

@@ -20,7 +20,7 @@ from relreason.config import build_config
 from relreason.models.processors import PROCESSORS
 from relreason.runtime import count_host_syncs
 from relreason.train import run
-from relreason.train.loop import adam, clip_grad_norm
+from relreason.train.optimizer import adam, clip_grad_norm
 from relreason.train.seed_group import run_group, seed_configs, vmap_problems, vmapped_losses
 from relreason.train.workloads import build_workload
 

@@ -15,8 +15,8 @@ import pytest
 from relreason.config import build_config, run_deviation
 from relreason.errors import RelreasonError
 from relreason.schedules import learning_rate
-from relreason.train import loop, run
-from relreason.train.loop import resume_config
+from relreason.train import run, session
+from relreason.train.resume import resume_config
 
 from stop_requests import sessions_with_a_lost_checkpoint
 
@@ -142,7 +142,7 @@ def test_the_tracker_is_closed_when_training_fails(tmp_path, monkeypatch, tensor
         close(self)
 
     monkeypatch.setattr(tracking.TensorBoardTracker, "close", watched)
-    monkeypatch.setattr(loop, "learning_rate", lambda t, e: (_ for _ in ()).throw(RuntimeError("boom")))
+    monkeypatch.setattr(session, "learning_rate", lambda t, e: (_ for _ in ()).throw(RuntimeError("boom")))
     with pytest.raises(RuntimeError, match="boom"):
         run(config(tmp_path / "data", "train.log=tensorboard"), out=tmp_path / "runs", name="r", show_progress=False)
     assert closed == [True]
