@@ -110,7 +110,7 @@ class TrainConfig:
     static_step: bool = False
     # CUDA graphs: the static step's forward and backward captured once per batch shape and replayed with
     # one launch (relreason.train.cuda_graphs); the same numbers to float rounding. CUDA, one process, one graph
-    # task, not seed groups; needs static_step
+    # task (a seed group's vmapped step too: one graph for the K seeds); needs static_step
     cuda_graph: bool = False
     # fine-tuning: the checkpoint (a run directory -> its best/, a checkpoint or `export --hub` folder) whose
     # weights start the run instead of a fresh initialisation, loaded strictly; null: a fresh start
