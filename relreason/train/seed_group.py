@@ -45,7 +45,7 @@ import json
 import math
 import sys
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -166,28 +166,63 @@ def train_members(members: list[Config], run_dirs: list[Path], resume: list[bool
     relreason/studies/costs.json). `abouts`: each member's RunAbout for its trackers (a cell's label, study
     and variant), as `relreason.train.run`'s `about`."""
     from relreason.protocol import setting_identity
-    from relreason.train.distributed import Distributed
-    from relreason.train.workloads import build_workload
 
-    from relreason.tracking import check_trackers
-
-    log = log or (lambda msg: print(msg, file=sys.stderr))
     strategy = Strategy(strategy)
-    for c in members:
-        check_trackers(c.train.log)  # a missing tracker package fails before anything is claimed
     if len({json.dumps(setting_identity(c.to_dict()), sort_keys=True) for c in members}) > 1:
         raise RelreasonError("a seed group's members must differ in their seed alone",
                              "group the runs of one configuration")
-    keep_freed_memory()
-    with Distributed.start(members[0].train.device) as dd, ExitStack() as stack:
-        if dd.world > 1:
-            raise RelreasonError("a seed group trains in one process", "run it without torchrun")
-        want_vmap = strategy is Strategy.VMAP or (strategy is Strategy.AUTO and dd.device.type != "cpu")
-        if want_vmap:
+
+    def before_build(dd) -> None:
+        if strategy is Strategy.VMAP or (strategy is Strategy.AUTO and dd.device.type != "cpu"):
             for c in members:  # what the vmapped step runs, recorded (a single-run twin sets it too)
                 if not c.train.static_step:
                     c.train = dataclasses.replace(c.train, static_step=True)
                     c.sources["train.static_step"] = "seed group (vmap)"
+
+    with claimed_sessions(members, run_dirs, resume, command, log, locks, abouts, "a seed group",
+                          before_build) as (sessions, dd):
+        want_vmap = strategy is Strategy.VMAP or (strategy is Strategy.AUTO and dd.device.type != "cpu")
+        problems = sorted({p for s in sessions for p in vmap_problems(s.cfg, s.wl, dd.world)})
+        if strategy is Strategy.VMAP and problems:
+            raise RelreasonError(f"this seed group cannot run vmapped: {'; '.join(problems)}",
+                                 "use the loop strategy (--seed-strategy loop)")
+        use_vmap = want_vmap and not problems
+        if not use_vmap:
+            for s, c in zip(sessions, members):  # the loop runs each member's own step: as configured
+                if c.sources.get("train.static_step") == "seed group (vmap)":
+                    c.train = dataclasses.replace(c.train, static_step=False)
+                    del c.sources["train.static_step"]
+                    s.cfg, s.wl.cfg = c, c
+        for s, again in zip(sessions, resume):
+            s.open(again)
+        return train_and_test(SeedGroup(sessions, use_vmap, capture=members[0].train.cuda_graph), show_progress,
+                              log or _stderr)
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+@contextmanager
+def claimed_sessions(members: list[Config], run_dirs: list[Path], resume: list[bool], command: str | None, log,
+                     locks: list[RunLock] | None, abouts: list | None, what: str, before_build=None):
+    """Claims each member's run directory (its lock, or `locks[k]` already held), builds its workload and
+    `Session` in one process, and yields (sessions, dd); closes their trackers and workloads on the way out.
+    `what` names the group in errors ("a seed group", "a pack"); `before_build(dd)` may adjust the configs
+    once the device is known. Shared by seed groups and packs (relreason.train.pack)."""
+    from relreason.tracking import check_trackers
+    from relreason.train.distributed import Distributed
+    from relreason.train.workloads import build_workload
+
+    log = log or _stderr
+    for c in members:
+        check_trackers(c.train.log)  # a missing tracker package fails before anything is claimed
+    keep_freed_memory()
+    with Distributed.start(members[0].train.device) as dd, ExitStack() as stack:
+        if dd.world > 1:
+            raise RelreasonError(f"{what} trains in one process", "run it without torchrun")
+        if before_build is not None:
+            before_build(dd)
         sessions, workloads = [], []
         try:
             for k, (c, run_dir) in enumerate(zip(members, run_dirs)):
@@ -197,33 +232,25 @@ def train_members(members: list[Config], run_dirs: list[Path], resume: list[bool
                 sessions.append(Session(c, Path(run_dir), wl, command, log, False, dd))
                 sessions[-1].about = None if abouts is None else abouts[k]
             dd.set_threads(members[0].train.threads)
-            problems = sorted({p for c, wl in zip(members, workloads) for p in vmap_problems(c, wl, dd.world)})
-            if strategy is Strategy.VMAP and problems:
-                raise RelreasonError(f"this seed group cannot run vmapped: {'; '.join(problems)}",
-                                     "use the loop strategy (--seed-strategy loop)")
-            use_vmap = want_vmap and not problems
-            if not use_vmap:
-                for s, c in zip(sessions, members):  # the loop runs each member's own step: as configured
-                    if c.sources.get("train.static_step") == "seed group (vmap)":
-                        c.train = dataclasses.replace(c.train, static_step=False)
-                        del c.sources["train.static_step"]
-                        s.cfg, s.wl.cfg = c, c
-            for s, again in zip(sessions, resume):
-                s.open(again)
-            group = SeedGroup(sessions, use_vmap, capture=members[0].train.cuda_graph)
-            interrupted = group.train(show_progress, log)
-            results = []
-            for s in sessions:
-                r = s.result(interrupted)
-                if not interrupted:
-                    s.final_test(r)
-                results.append(r)
-            return results
+            yield sessions, dd
         finally:
             for s in sessions:
                 s.tracker.close()
             for wl in workloads:
                 wl.close()
+
+
+def train_and_test(group: "SeedGroup", show_progress: bool, log) -> list:
+    """Trains the group's opened sessions to their budgets, then (unless interrupted) tests each one's best
+    checkpoint; returns each session's RunResult."""
+    interrupted = group.train(show_progress, log)
+    results = []
+    for s in group.sessions:
+        r = s.result(interrupted)
+        if not interrupted:
+            s.final_test(r)
+        results.append(r)
+    return results
 
 
 class SeedGroup:
@@ -243,13 +270,18 @@ class SeedGroup:
         self.data_seconds = self.step_seconds = 0.0
         self._captured: dict[tuple, object] = {}  # (member ids) -> its CapturedStep
         self.device = device = next(sessions[0].wl.model.parameters()).device
-        if capture and self.REPLAY == "cuda":
+        if self.REPLAY == "cuda":
             from relreason.train.cuda_graphs import check_capturable
 
             for s in sessions:
-                check_capturable(s.cfg, s.dd.device, s.dd.world, s.wl)
+                if self._captures(s):
+                    check_capturable(s.cfg, s.dd.device, s.dd.world, s.wl)
         self.streams = {id(s): torch.cuda.Stream(device) for s in sessions} \
             if device.type == "cuda" and not use_vmap and len(sessions) > 1 else {}
+
+    def _captures(self, s) -> bool:
+        """Whether member `s`'s step is replayed: the group's capture, or (a pack's cells) its own config's."""
+        return self.capture or s.cfg.train.cuda_graph
 
     # -- one step ----------------------------------------------------------------------------------
 
@@ -301,7 +333,7 @@ class SeedGroup:
                 values = []
                 for part in member_parts:
                     s.opt.zero_grad(set_to_none=True)
-                    if self.capture:  # replayed; the .grad are set
+                    if self._captures(s):  # replayed; the .grad are set
                         loss = self.captured([s])(part.batch, part.noise)
                     else:
                         loss, _ = s.wl.loss(s.wl.model, part, s.state["step"] if step is None else step)
@@ -447,5 +479,6 @@ def stack_batches(batches: list) -> dict:
             "node_mask": torch.stack([b.node_mask for b in batches])}
 
 
-__all__ = ["Strategy", "SeedNoise", "SeedGroup", "run_group", "train_members", "vmapped_losses", "seed_configs",
+__all__ = ["Strategy", "SeedNoise", "SeedGroup", "run_group", "train_members", "vmapped_losses", "stacked_losses",
+           "claimed_sessions", "train_and_test", "seed_configs",
            "group_names", "stack_batches"]
