@@ -38,6 +38,10 @@ SeedBatchOpt = Annotated[str, typer.Option("--seed-batch", help="Train the cells
 SeedStrategyOpt = Annotated[str, typer.Option("--seed-strategy", help="How a seed group shares its step: auto (vmap "
                                               "where it applies on a GPU, else loop), vmap, loop (each seed's own "
                                               "step, bit for bit its single run).")]
+PackOpt = Annotated[str, typer.Option("--pack", help="Train the cells in packs of up to 8 (any columns and tasks) in "
+                                      "one process, each its own run directory as if trained alone, their captured "
+                                      "steps on separate CUDA streams: auto (on CUDA; on CPU nothing changes), on, "
+                                      "off.")]
 LauncherOpt = Annotated[str, typer.Option("--launcher", help="Where the cells train: local (here), slurm (one job "
                                           "array through submitit, a seed group per job) or local-submitit (the "
                                           "same jobs as processes here).")]
@@ -65,6 +69,7 @@ def ablate_cmd(
     shard: ShardOpt = None,
     seed_batch: SeedBatchOpt = "auto",
     seed_strategy: SeedStrategyOpt = "auto",
+    pack: PackOpt = "auto",
     partial: Annotated[bool, typer.Option("--partial", help="While cells are missing, still write the tables "
                                           "(as results.partial.*).")] = False,
     margin: MarginOpt = None,
@@ -95,7 +100,7 @@ def ablate_cmd(
     sweep = run_ablation(name, tasks, seeds, recipe, out_dir, sets, partial=partial, rerun_stale=rerun_stale,
                          log=lambda m: err.print(escape(m), highlight=False), jobs=jobs, shard=shard, margin=margin,
                          launcher=launcher, slurm=slurm, wait=wait, seed_batch=seed_batch,
-                         seed_strategy=seed_strategy)
+                         seed_strategy=seed_strategy, pack=pack)
     if sweep.result["missing"]:
         err.print(escape(missing_note(sweep.result)), highlight=False)
     if sweep.stem is None:

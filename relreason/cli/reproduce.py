@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from relreason.cli.ablate import (JobsOpt, LauncherOpt, RerunStaleOpt, SeedBatchOpt, SeedStrategyOpt, ShardOpt,
+from relreason.cli.ablate import (JobsOpt, LauncherOpt, PackOpt, RerunStaleOpt, SeedBatchOpt, SeedStrategyOpt, ShardOpt,
                                   SlurmOpt, StatusOpt, WaitOpt, print_status, print_sweep)
 from relreason.cli.common import JsonOpt, MarginOpt, err, out, report_errors
 from relreason.cli.train import RecipeOpt, SetOpt
@@ -39,6 +39,7 @@ def reproduce_cmd(
     shard: ShardOpt = None,
     seed_batch: SeedBatchOpt = "auto",
     seed_strategy: SeedStrategyOpt = "auto",
+    pack: PackOpt = "auto",
     no_train: Annotated[bool, typer.Option("--no-train", help="Train nothing: print the table of the cells "
                                            "finished so far.")] = False,
     costs: Annotated[Optional[Path], typer.Option("--costs", help="Measured cell costs (scripts/bench_reproduce.py).",
@@ -99,7 +100,7 @@ def reproduce_cmd(
     sweep = run_table(table, tasks, seeds, recipe, out_dir, sets, models=models, train=not no_train,
                       rerun_stale=rerun_stale, log=lambda m: err.print(escape(m), highlight=False), jobs=jobs,
                       shard=shard, margin=margin, launcher=launcher, slurm=slurm, wait=wait, seed_batch=seed_batch,
-                      seed_strategy=seed_strategy, committed=committed)
+                      seed_strategy=seed_strategy, committed=committed, pack=pack)
     print_sweep(sweep, as_json)
 
 

@@ -26,7 +26,7 @@ from relreason.studies.cells import (cell_label, cell_state, collect, committed_
 from relreason.studies.launch import Launch, cell_status, launch_for
 from relreason.studies.report import write_tables
 from relreason.studies.tables import TABLES
-from relreason.studies.training import run_cells
+from relreason.studies.training import pack_size, run_cells
 from relreason.studies.variants import Study
 from relreason.tasks import TASKS, expand_tasks
 
@@ -35,7 +35,8 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
               sets: list[str] | None = None, show_progress: bool = True, log: Callable[[str], None] = print,
               rerun_stale: bool = False, jobs: int = 1, shard: tuple[int, int] | None = None,
               models: list[str] | None = None, train: bool = True, launch: Launch | None = None,
-              seed_batch: int | None = None, seed_strategy: str = "auto", committed: Path | None = None) -> dict:
+              seed_batch: int | None = None, seed_strategy: str = "auto", committed: Path | None = None,
+              pack: str = "auto") -> dict:
     """Trains the cells that have no results yet (unless `train` is False) and reads back every
     finished one; returns the study's result: {"study", "description", "variants", "tasks", "seeds",
     "cells" (records of the finished ones), "missing", "planned", "figures", "paper_line", ...}.
@@ -53,12 +54,18 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
 
     `committed` (a `relreason results` directory): a cell whose finished result is committed there under the
     cell's config (relreason.studies.cells.committed_result) counts as done: it is not trained again (its run
-    directory under `out` is left as it is), and its record is read from there."""
+    directory under `out` is left as it is), and its record is read from there.
+
+    `pack` (auto | on | off, relreason.studies.training.pack_size): the cells train in packs of cells of any
+    column and task, one process each (relreason.train.pack), instead of seed groups; auto packs on CUDA."""
     if jobs < 1:
         raise RelreasonError(f"--jobs {jobs} must be at least 1", "e.g. --jobs 2")
     cells = plan_cells(study, tasks, seeds, recipe, out, sets, models)
     strategy = check_seed_strategy(seed_strategy)
     groups = seed_groups(cells, default_seed_batch(cells, seeds) if seed_batch is None else seed_batch)
+    if launch is not None and pack_size(pack, cells):
+        raise RelreasonError("--pack trains its cells in this process; a launcher submits them as jobs",
+                             "give --pack off with --launcher, or train here (--launcher local)")
     submitted: list[dict] = []
     if train:
         mine_groups = shard_cells(groups, shard)
@@ -82,7 +89,7 @@ def run_study(study: Study, tasks: list[str], seeds: int, recipe: str | None = N
                 states[c.directory] = "done"
         todo = [g for g in ([c for c in g if states[c.directory] not in ("done", "stale")] for g in mine_groups) if g]
         if launch is None:
-            run_cells(study.name, todo, len(mine), jobs, show_progress, log, strategy)
+            run_cells(study.name, todo, len(mine), jobs, show_progress, log, strategy, pack_size(pack, cells))
         else:
             submitted = launch.submit(study.name, todo, log, strategy)
     records, missing = collect(cells, out, committed)
@@ -170,7 +177,7 @@ def run_ablation(name: str, tasks: str | None, seeds: int, recipe: str | None = 
                  log: Callable[[str], None] = print, rerun_stale: bool = False, jobs: int = 1,
                  shard: str | None = None, margin: float | None = None, launcher: str = "local",
                  slurm: str | None = None, wait: bool = False, seed_batch: str | int | None = None,
-                 seed_strategy: str = "auto") -> Sweep:
+                 seed_strategy: str = "auto", pack: str = "auto") -> Sweep:
     """`relreason ablate`: the ablation `name` on `tasks` (a comma list or group; None: the ablation's
     own) swept by `run_study` (`shard`: "I/K"), its tables written under OUT/<name> once every cell has
     results (while some are missing, only with `partial`, as results.partial.*). `margin`: the
@@ -184,7 +191,7 @@ def run_ablation(name: str, tasks: str | None, seeds: int, recipe: str | None = 
     result = run_study(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, recipe, out, sets,
                        show_progress=show_progress, log=log, rerun_stale=rerun_stale, jobs=jobs,
                        shard=parse_shard(shard) if shard is not None else None, launch=launch,
-                       seed_batch=parse_seed_batch(seed_batch), seed_strategy=seed_strategy)
+                       seed_batch=parse_seed_batch(seed_batch), seed_strategy=seed_strategy, pack=pack)
     if margin is not None:
         result["margin"] = margin
     base = Path(out) / name
@@ -197,7 +204,7 @@ def run_table(table: str, tasks: str | None, seeds: int, recipe: str | None = No
               log: Callable[[str], None] = print, rerun_stale: bool = False, jobs: int = 1,
               shard: str | None = None, margin: float | None = None, launcher: str = "local",
               slurm: str | None = None, wait: bool = False, seed_batch: str | int | None = None,
-              seed_strategy: str = "auto", committed: Path | None = None) -> Sweep:
+              seed_strategy: str = "auto", committed: Path | None = None, pack: str = "auto") -> Sweep:
     """`relreason reproduce`: the published table `table` on `tasks` (None: the table's own) and the
     columns of `models` (a comma list; None: every column) swept by `run_study` (with `train` False,
     only read back), its tables written under OUT/tables/<table>, partial ones while cells are missing.
@@ -214,7 +221,7 @@ def run_table(table: str, tasks: str | None, seeds: int, recipe: str | None = No
                        log=log, rerun_stale=rerun_stale, jobs=jobs,
                        shard=parse_shard(shard) if shard is not None else None, models=model_list, train=train,
                        launch=launch, seed_batch=parse_seed_batch(seed_batch), seed_strategy=seed_strategy,
-                       committed=committed)
+                       committed=committed, pack=pack)
     if margin is not None:
         result["margin"] = margin
     base = Path(out) / "tables" / table

@@ -237,3 +237,40 @@ def test_seed_batch_auto_groups_on_an_accelerator_only_without_cuda_graphs(tmp_p
     assert default_seed_batch(cells, 3) == 3 and default_seed_batch(cells * 3, 9) == 4
     graphed = plan_cells(study, ["bellman_ford"], 3, None, tmp_path, ["train.static_step=true", "train.cuda_graph=true"])
     assert default_seed_batch(graphed, 3) == 1
+
+
+def spy_packs(monkeypatch) -> list[int]:
+    """The sizes of the packs trained (relreason.train.pack.train_pack), in order."""
+    from relreason.train import pack
+
+    sizes: list[int] = []
+    real = pack.train_pack
+
+    def spy(members, *args, **kwargs):
+        sizes.append(len(members))
+        return real(members, *args, **kwargs)
+
+    monkeypatch.setattr(pack, "train_pack", spy)
+    return sizes
+
+
+def test_pack_on_trains_the_cells_in_one_pack_each_as_alone(alone, tmp_path, monkeypatch):
+    """`--pack on` (on the CPU): the two cells train as one pack, each cell's run directory bit for bit what
+    training it alone writes; `--pack auto` on the CPU packs nothing (nothing changes there)."""
+    sizes = spy_packs(monkeypatch)
+    packed = reproduce(tmp_path / "rep", alone / "data", "--pack", "on")
+    assert sizes == [2] and not packed["missing"]
+    for a, b in zip(cell_runs(alone / "rep"), cell_runs(tmp_path / "rep")):
+        same_files(a, b, exact=True)
+        wa, wb = (load_file(str(d / "last" / "model.safetensors")) for d in (a, b))
+        for k in wa:
+            assert np.array_equal(wa[k], wb[k]), k
+    reproduce(tmp_path / "auto", alone / "data", "--pack", "auto")
+    assert sizes == [2]
+
+
+def test_bad_packs_are_one_line_errors(tmp_path):
+    one_line_error(invoke("reproduce", "ibarz2022", "--tasks", "bfs", "--out", tmp_path, "--pack", "fast"),
+                   "--pack 'fast' is not one of auto, on, off")
+    one_line_error(invoke("ablate", "single-layer", "--tasks", "bfs", "--out", tmp_path, "--pack", "on",
+                          "--launcher", "local-submitit"), "--pack trains its cells in this process")
