@@ -54,6 +54,7 @@ import torch
 from relreason.config import Config
 from relreason.errors import RelreasonError
 from relreason.models.noise import Noise
+from relreason.models.precision import set_tf32
 from relreason.runtime import RunLock, keep_freed_memory, progress
 from relreason.train.claim import claim
 from relreason.train.loop import check_run_name, default_run_name
@@ -232,6 +233,10 @@ def claimed_sessions(members: list[Config], run_dirs: list[Path], resume: list[b
                 sessions.append(Session(c, Path(run_dir), wl, command, log, False, dd))
                 sessions[-1].about = None if abouts is None else abouts[k]
             dd.set_threads(members[0].train.threads)
+            if len({c.train.tf32 for c in members}) > 1:
+                raise RelreasonError(f"{what}'s runs must agree on train.tf32 (a process-wide setting)",
+                                     "train the runs with and without TF32 apart")
+            set_tf32(members[0].train.tf32)
             yield sessions, dd
         finally:
             for s in sessions:
