@@ -32,11 +32,12 @@ def train_cell(cell: Cell, show_progress: bool = False, log: Callable[[str], Non
 
 
 def train_group(cells: list[Cell], strategy: str = "auto", show_progress: bool = False,
-                log: Callable[[str], None] = print, command: str | None = None, pack: bool = False) -> list[str]:
+                log: Callable[[str], None] = print, command: str | None = None, pack: bool = False,
+                packs: list | None = None) -> list[str]:
     """Claims each cell of a seed group with its run lock, as a single run would, and trains the claimed
     cells that have no results yet as one seed group (one cell: its single run); returns each cell's
     status as `train_cell` does (`command` too). `pack`: the cells (of any columns and tasks) train as one
-    pack instead (relreason.train.pack)."""
+    pack instead (relreason.train.pack), its PackResult appended to `packs` when given."""
     from relreason.runtime import RunLock
 
     status: dict[int, str] = {}
@@ -59,7 +60,7 @@ def train_group(cells: list[Cell], strategy: str = "auto", show_progress: bool =
             claimed.append((k, c, lock, state))
         if claimed:
             interrupted = _train_claimed([(c, lock, state) for _, c, lock, state in claimed], strategy,
-                                         show_progress, log, command or cli_command(), pack)
+                                         show_progress, log, command or cli_command(), pack, packs)
             for k, *_ in claimed:
                 status[k] = "interrupted" if interrupted else "trained"
     finally:
@@ -69,7 +70,7 @@ def train_group(cells: list[Cell], strategy: str = "auto", show_progress: bool =
 
 
 def _train_claimed(claimed: list, strategy: str, show_progress: bool, log: Callable[[str], None],
-                   command: str | None, pack: bool = False) -> bool:
+                   command: str | None, pack: bool = False, packs: list | None = None) -> bool:
     """Trains claimed (cell, lock, state) of one group (`pack`: one pack); True when interrupted."""
     from relreason.tracking import RunAbout
     from relreason.train import run
@@ -82,7 +83,10 @@ def _train_claimed(claimed: list, strategy: str, show_progress: bool, log: Calla
         cfg = c.config
         if state == "partial":  # the stored config (the same cell; it may differ in machine-only keys)
             t = c.config.train
-            cfg = resume_config(c.run_dir, [f"train.device={t.device}", f"train.threads={t.threads}"])
+            machine = [f"train.device={t.device}", f"train.threads={t.threads}"]
+            if pack:  # a cell parked by a CPU lane continues captured on a GPU (scripts/gpu_cells.sh), and back
+                machine += [f"train.static_step={t.static_step}", f"train.cuda_graph={t.cuda_graph}"]
+            cfg = resume_config(c.run_dir, machine)
         configs.append(cfg)
     abouts = [RunAbout(cell_label(c), group=c.study or None, job_type=c.variant.label) for c, _, _ in claimed]
     if len(claimed) == 1:
@@ -90,9 +94,11 @@ def _train_claimed(claimed: list, strategy: str, show_progress: bool, log: Calla
         return run(configs[0], out=c.directory, name=CELL_RUN, resume=state == "partial", show_progress=show_progress,
                    command=command, log=log, lock=lock, about=abouts[0]).interrupted
     if pack:
-        return any(r.interrupted for r in train_pack(
-            configs, [c.run_dir for c, _, _ in claimed], [state == "partial" for *_, state in claimed], show_progress,
-            command, log, [lock for _, lock, _ in claimed], abouts).results)
+        packed = train_pack(configs, [c.run_dir for c, _, _ in claimed], [state == "partial" for *_, state in claimed],
+                            show_progress, command, log, [lock for _, lock, _ in claimed], abouts)
+        if packs is not None:
+            packs.append(packed)
+        return any(r.interrupted for r in packed.results)
     results = train_members(configs, [c.run_dir for c, _, _ in claimed], [state == "partial" for *_, state in claimed],
                             show_progress, command, log, strategy, [lock for _, lock, _ in claimed], abouts)
     return any(r.interrupted for r in results)

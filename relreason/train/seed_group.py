@@ -284,6 +284,11 @@ class SeedGroup:
         self.streams = {id(s): torch.cuda.Stream(device) for s in sessions} \
             if device.type == "cuda" and not use_vmap and len(sessions) > 1 else {}
 
+    @property
+    def graphs(self) -> int:
+        """The CUDA graphs captured so far (one per batch shape and set of members stepping together)."""
+        return sum(len(c.graphs) for c in self._captured.values())
+
     def _captures(self, s) -> bool:
         """Whether member `s`'s step is replayed: the group's capture, or (a pack's cells) its own config's."""
         return self.capture or s.cfg.train.cuda_graph
