@@ -117,12 +117,12 @@ def _verify(table: str, tasks: str | None, seeds: int, models: str | None, resul
         from rich.table import Table
 
         t = Table(title=f"{table}: each cell's first validations re-trained with today's code")
-        for column in ("cell", "validations", "matches", "first difference", "stored code"):
+        for column in ("cell", "validations", "matches", "first difference", "stored code", "compared"):
             t.add_column(column)
         for r in rows:
             stored = r["stored_code"][-1] if r["stored_code"] else None
             t.add_row(r["cell"], str(r["validations"]), "yes" if r["matches"] else "NO", r["difference"] or "-",
-                      code_label(stored))
+                      code_label(stored), r["compared"])
         out.print(t, highlight=False, markup=False)
     failed = [r["cell"] for r in rows if not r["matches"]]
     if failed:
