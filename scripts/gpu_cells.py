@@ -41,7 +41,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 MAX_FILES = 8  # what one GPU command may hand back
 MAX_BYTES = 16 * 1024 * 1024
-CUDA_SETS = ["train.device=cuda", "train.static_step=true", "train.cuda_graph=true"]  # incidental keys: same cells
+CAPTURED = {"train.static_step": True, "train.cuda_graph": True}  # incidental keys: the same cells, captured
 REPORT, SUMMARY, LOG, RESULTS_TAR = "gpu_cells.json", "gpu_cells.md", "gpu_cells.log", "results.tar"
 
 
@@ -86,6 +86,39 @@ def next_cells(plan: Path, results: Path, work: Path, sets: list[str], log) -> l
             elif state != "done":
                 todo.append(c)
     return todo
+
+
+def capture_problems(cfg) -> list[str]:
+    """Why a cell's step cannot be captured as CUDA graphs, from its config (relreason.train.cuda_graphs'
+    check_capturable refuses the same at build time): such a cell trains in the pack uncaptured."""
+    from relreason.models.catalog import Family, find_model
+    from relreason.models.config import SparseMode
+
+    out = []
+    if find_model(cfg.model_name)[0] is not Family.NAR or len(cfg.tasks) > 1:
+        out.append("not a one-task graph workload")
+    if getattr(cfg.processor, "dropout", 0):
+        out.append("processor.dropout draws from torch's global generator")
+    if cfg.model.sparse is SparseMode.ALWAYS:
+        out.append("model.sparse: always")
+    return out
+
+
+def captured(cells: list, log) -> list:
+    """The cells with train.static_step and train.cuda_graph set where they can be captured (CAPTURED)."""
+    out = []
+    for c in cells:
+        problems = capture_problems(c.config)
+        if problems:
+            log(f"{c.directory.name} of {c.task} trains uncaptured: {'; '.join(problems)}")
+            out.append(c)
+            continue
+        cfg = dataclasses.replace(c.config, train=dataclasses.replace(c.config.train, **{
+            k.split(".")[1]: v for k, v in CAPTURED.items()}), sources=dict(c.config.sources))
+        cfg.deviation = c.config.deviation
+        cfg.sources.update({k: "scripts/gpu_cells.py" for k in CAPTURED})
+        out.append(dataclasses.replace(c, config=cfg))
+    return out
 
 
 def restore_parked(cells: list, results: Path, work: Path, log) -> None:
@@ -278,6 +311,8 @@ def measure(device: torch.device, quick: bool, steps: int, sets: list[str], log)
                  (protocol_config("rt-table19", "rt", "bellman_ford", sets), [1, 3, 8])]
     rows = []
     for base, ks in plans:
+        if device.type == "cuda" and not capture_problems(base):
+            base = dataclasses.replace(base, train=dataclasses.replace(base.train, static_step=True, cuda_graph=True))
         rows += packed_throughput(base, ks, steps, 2 if quick else 10, False, log)
         if device.type == "cuda":
             rows += packed_throughput(base, [ks[0], ks[-1]], steps, 10, True, log)
@@ -342,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     log = Log(out / LOG)
     t0 = time.time()
     deadline = Deadline(args.minutes * 60)
-    sets = (CUDA_SETS if device.type == "cuda" else [f"train.device={device.type}"]) + list(args.set)
+    sets = [f"train.device={device.type}"] + list(args.set)
     report: dict = {"device": str(device), "torch": torch.__version__, "command": " ".join(sys.argv),
                     "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
                     "minutes": args.minutes, "pack_size": args.pack_size, "sets": sets}
@@ -360,6 +395,8 @@ def main(argv: list[str] | None = None) -> int:
                 report["measure"] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
                 failed = True
         cells = next_cells(Path(args.plan), results, work, sets, log)
+        if device.type == "cuda":
+            cells = captured(cells, log)
         log(f"{len(cells)} unfinished cells in {args.plan}; {deadline.left() / 60:.1f} minutes left")
         restore_parked(cells, results, work, log)
         status, packs = train_packs(cells, args.pack_size, deadline, log)

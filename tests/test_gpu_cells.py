@@ -115,3 +115,22 @@ def test_the_script_refuses_cuda_without_a_gpu_and_a_used_out(tmp_path):
         res = subprocess.run([str(ROOT / "scripts" / "gpu_cells.sh"), str(tmp_path / "o")], capture_output=True,
                              text=True, env=env, timeout=120)
         assert res.returncode == 1 and "torch sees no CUDA device" in res.stderr
+
+
+def test_cells_that_cannot_be_captured_train_in_the_pack_uncaptured(tmp_path):
+    from relreason.config import build_config
+    from relreason.studies.cells import Cell
+    from relreason.studies.variants import Variant
+
+    gc = script()
+    assert gc.capture_problems(build_config("mpnn", "bfs", None, [])) == []
+    assert gc.capture_problems(build_config("et", "bfs", None, ["processor.dropout=0.1"])) == \
+        ["processor.dropout draws from torch's global generator"]
+    assert gc.capture_problems(build_config("mpnn", "bfs,dfs", None, [])) == ["not a one-task graph workload"]
+    cells = [Cell(Variant("mpnn", "mpnn"), "bfs", 0, tmp_path / "a", build_config("mpnn", "bfs", None, [])),
+             Cell(Variant("et", "et"), "bfs", 0, tmp_path / "b",
+                  build_config("et", "bfs", None, ["processor.dropout=0.1"]))]
+    mine, theirs = gc.captured(cells, lambda m: None)
+    assert (mine.config.train.static_step, mine.config.train.cuda_graph) == (True, True)
+    assert mine.config.sources["train.cuda_graph"] == "scripts/gpu_cells.py"
+    assert theirs is cells[1] and not theirs.config.train.cuda_graph
