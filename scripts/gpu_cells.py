@@ -36,8 +36,6 @@ import time
 import traceback
 from pathlib import Path
 
-import torch
-
 ROOT = Path(__file__).resolve().parents[1]
 MAX_FILES = 8  # what one GPU command may hand back
 MAX_BYTES = 16 * 1024 * 1024
@@ -300,7 +298,7 @@ def packed_throughput(base, ks: list[int], steps: int, warmup: int, tf32: bool, 
     return rows
 
 
-def measure(device: torch.device, quick: bool, steps: int, sets: list[str], log) -> list[dict]:
+def measure(device, quick: bool, steps: int, sets: list[str], log) -> list[dict]:
     """Issue 38 item 5: K packed cells at the Triplet-GMPNN and the RT protocols (bellman_ford), TF32 off and
     on at the smallest and largest K. --quick: a tiny MPNN at K = 1, 2 (the CPU smoke test)."""
     if quick:
@@ -360,11 +358,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="tiny measurement (the CPU smoke test)")
     p.add_argument("--set", action="append", default=[], help="config override for every cell (--set k=v)")
     args = p.parse_args(argv)
-    device = torch.device(args.device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        print("Error: --device cuda but torch sees no CUDA device\nHint: --device cpu runs the smoke test",
-              file=sys.stderr)
-        return 1
     if args.minutes <= 0 or args.pack_size < 1:
         print(f"Error: --minutes must be positive and --pack-size at least 1 (got {args.minutes}, {args.pack_size})",
               file=sys.stderr)
@@ -374,6 +367,13 @@ def main(argv: list[str] | None = None) -> int:
     if any(out.iterdir()):
         print(f"Error: {out} is not empty\nHint: give an empty or new directory", file=sys.stderr)
         return 2
+    import torch  # after the cheap checks: a mistyped command fails at once
+
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print("Error: --device cuda but torch sees no CUDA device\nHint: --device cpu runs the smoke test",
+              file=sys.stderr)
+        return 1
     log = Log(out / LOG)
     t0 = time.time()
     deadline = Deadline(args.minutes * 60)

@@ -103,7 +103,7 @@ def test_the_results_are_split_or_refused_beyond_the_limits(tmp_path, monkeypatc
         raise AssertionError("a bundle over the file budget was written")
 
 
-def test_the_script_refuses_cuda_without_a_gpu_and_a_used_out(tmp_path):
+def test_the_script_refuses_a_used_out_and_cuda_without_a_gpu(tmp_path, capsys):
     import torch
 
     env = {**os.environ, "PYTHON": sys.executable}
@@ -112,9 +112,8 @@ def test_the_script_refuses_cuda_without_a_gpu_and_a_used_out(tmp_path):
                          capture_output=True, text=True, env=env, timeout=120)
     assert res.returncode == 2 and f"Error: {tmp_path} is not empty" in res.stderr
     if not torch.cuda.is_available():
-        res = subprocess.run([str(ROOT / "scripts" / "gpu_cells.sh"), str(tmp_path / "o")], capture_output=True,
-                             text=True, env=env, timeout=120)
-        assert res.returncode == 1 and "torch sees no CUDA device" in res.stderr
+        assert script().main(["--out", str(tmp_path / "o")]) == 1
+        assert "torch sees no CUDA device" in capsys.readouterr().err
 
 
 def test_cells_that_cannot_be_captured_train_in_the_pack_uncaptured(tmp_path):
