@@ -32,16 +32,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import math
 import os
 import re
-import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
 
 from relreason.errors import RelreasonError
+from relreason.typecheck import JSON, Mismatch, check, kind
 
 # -- the layout ----------------------------------------------------------------------------------
 
@@ -241,59 +240,16 @@ class FieldError(RelreasonError):
 
 _HINT = "the file is damaged or was not written by relreason; restore it, or train the run again"
 
-_KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string", dict: "a JSON object",
-          list: "a list"}
-
-
-def _kind(tp) -> str:
-    origin = typing.get_origin(tp)
-    if origin in (Union, types.UnionType):
-        kinds = [_kind(a) for a in typing.get_args(tp) if a is not type(None)]
-        nullable = type(None) in typing.get_args(tp)
-        return " or ".join(kinds) + (" or null" if nullable else "")
-    if dataclasses.is_dataclass(tp):
-        return "a JSON object"
-    return _KINDS.get(origin or tp, str(tp))
-
 
 def _check(value, tp, name: str, file: str):
-    """`value` if it has type `tp` (nested dataclasses built), else FieldError."""
-    if tp is Any:
-        return value
-    if isinstance(value, float) and not math.isfinite(value) and float in (tp, *typing.get_args(tp)):
-        raise FieldError(file, name, f"must be a finite number, not {_shown(value)}")
-    origin = typing.get_origin(tp)
-    if origin in (Union, types.UnionType):
-        if value is None and type(None) in typing.get_args(tp):
-            return None
-        for arg in typing.get_args(tp):
-            if arg is not type(None) and _fits(value, arg):
-                return _check(value, arg, name, file)
-    elif dataclasses.is_dataclass(tp):
-        if isinstance(value, dict):
-            return _build(tp, value, file, prefix=f"{name}.")
-    elif _fits(value, tp):
-        if origin is dict:
-            _, vtype = typing.get_args(tp)
-            return {k: _check(v, vtype, f"{name}.{k}", file) for k, v in value.items()}
-        if origin is list:
-            (itype,) = typing.get_args(tp)
-            return [_check(v, itype, f"{name}[{i}]", file) for i, v in enumerate(value)]
-        return value
-    raise FieldError(file, name, f"must be {_kind(tp)}, not {_shown(value)}")
+    """`value` if it has type `tp` (nested dataclasses built), else FieldError (relreason.typecheck: as
+    written, numbers finite)."""
 
+    def stop(m: Mismatch) -> None:
+        shown = f"a finite number, not {_shown(m.value)}" if m.finite else f"{kind(m.tp)}, not {_shown(m.value)}"
+        raise FieldError(file, m.path, f"must be {shown}")
 
-def _fits(value, tp) -> bool:
-    """Whether `value` is of the outer type `tp` (a number may be an int; a bool is no number; a float
-    field holds a finite number: JSON has no NaN or infinity, and Python's reader turns 1e309 into one)."""
-    if dataclasses.is_dataclass(tp):
-        return isinstance(value, dict)
-    base = typing.get_origin(tp) or tp
-    if base is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if base is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, base)
+    return check(value, tp, name, stop, JSON, build=lambda cls, data, prefix: _build(cls, data, file, prefix=prefix))
 
 
 def _shown(value) -> str:

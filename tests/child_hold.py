@@ -37,7 +37,8 @@ _append = _session.append_row
 def _holding_append(path, record):
     _append(path, record)
     if record.event == "val" and record.examples >= _at and not (_where / "held").exists():
-        (_where / "held").write_text(json.dumps(record.examples))
+        (_where / "held.tmp").write_text(json.dumps(record.examples))
+        os.replace(_where / "held.tmp", _where / "held")  # whole when it appears: the parent reads it at once
         while not (_where / "release").exists():  # a signal's handler runs here; SIGKILL ends it here
             time.sleep(0.02)
 

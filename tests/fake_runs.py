@@ -86,7 +86,7 @@ def results_json(config: dict, score: float = 0.5, **fields) -> str:
                 seed=train["seed"], recipe=config["recipe"], deviation=None, command=None, metric="clrs",
                 lower_is_better=False, steps=train["train_examples"] // train["batch_size"],
                 examples=train["train_examples"], processes=1, seconds=1.0, hardware=["Test CPU"], train_seconds=1.0,
-                best_val=0.5, best_examples=train["train_examples"], test_size=config["data"]["test_size"],
+                best_val=0.5, best_examples=train["train_examples"], test_size=config["data"].get("test_size"),
                 test_label=None, test=TestScores(score=score, outputs={"x": score}, hints={}), per_task={},
                 config=config, code=[{"version": "0.1.0", "source": "test", "commit": None, "dirty": None}])
     return RunResults(**{**base, **fields}).to_json()

@@ -7,8 +7,8 @@ The layers, lowest first, and why each stands where it does:
 
 - core: what every other layer may use and that knows none of them: errors, the Registry and the
   loading of plugins into it, seeds, process-level runtime helpers, what a result is (the protocol's
-  keys), the run directory's layout and records (read by models, eval and train alike), the package's
-  version;
+  keys), the run directory's layout and records (read by models, eval and train alike), the typed checker
+  of values read from outside (run records and configuration alike), the package's version;
 - data: the CLRS-30 specs, algorithms, samplers and datasets on disk, and the `data:` sections that
   configure them (relreason.data.config); no model, no metric;
 - models: encoders, processors, decoders, text models, and building a configured net from what its
@@ -49,6 +49,7 @@ PLACES = {
     "relreason.runtime": "core",
     "relreason.protocol": "core",
     "relreason.rundir": "core",
+    "relreason.typecheck": "core",
     "relreason.data": "data",
     "relreason.models": "models",
     "relreason.eval": "eval",

@@ -334,3 +334,22 @@ def test_results_writes_readmes_summary_between_its_markers_and_nothing_else(tmp
     readme.write_text(unmarked)
     write_report(tmp_path / "results", tmp_path / "RESULTS.md")
     assert readme.read_text() == unmarked
+
+
+def test_the_lobster_table_compares_relative_losses_lower_is_better(tmp_path):
+    """rt-lobster: the RT paper's end-to-end study in its unit (relative loss, lower is better, no x100), one seed
+    per model gets the difference to the paper's figure and no verdict."""
+    study = TABLES.get("rt-lobster")
+    assert {v.model: v.recipe for v in study.variants} == {"rt": "lobster_rt", "gat": "lobster_gat",
+                                                          "gcn": "lobster_gcn"}
+    for cell, loss in zip(plan_cells(study, ["lobster"], 1, None, tmp_path / "rep", []), (0.25, 0.30, 0.40)):
+        cell.run_dir.mkdir(parents=True)  # a lobster config has backbone sizes, not test_size: the size given
+        (cell.run_dir / "results.json").write_text(results_json(
+            cell.config.to_dict(), loss, test_size=100, metric="relative_loss", lower_is_better=True,
+            hardware=["Test CPU (2 cores), 1 torch thread, cpu"]))
+    collect_results(tmp_path / "rep", tmp_path / "results")
+    assert write_report(tmp_path / "results", tmp_path / "RESULTS.md") == 1
+    md = (tmp_path / "RESULTS.md").read_text()
+    assert "| lobster | rt | 0.25 | 1 of 20 | 0.22 (20 seeds) | +0.03 | - | no verdict: one seed of ours" in md
+    assert "| lobster | gcn | 0.40 | 1 of 20 | 0.45 (20 seeds) | -0.05 | - | no verdict: one seed of ours" in md
+    assert "Verdict margin: ±0.02 (relative loss)." in md

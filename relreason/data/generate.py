@@ -124,26 +124,32 @@ def iter_chunks(name: str, size: int, num: int, seed: int, chunk: int | None = N
     spec = resolve_graph(name, graph)
     sample = family_sampler(alg, spec)
     rng = np.random.RandomState(seed)
-    drawn: list[tuple] = []  # samples drawn in order and not yet yielded
+    probe: list[np.ndarray] | None = None  # the probe sample's inputs, drawn first and run again with its chunk
     key = (name, size, None if spec is None else str(spec))
     if chunk is None and key not in _SAMPLE_BYTES:
-        drawn.append(sample(rng, size))
-        probe = run_samples(alg, drawn)
+        probe = samplers.draw(sample, rng, size, 1)
+        part = alg.run(*probe)
         if num == 1:
-            yield probe
+            yield part
             return
-        _SAMPLE_BYTES[key] = PROBE_MARGIN * _bytes_per_sample(probe)
-        del probe
+        _SAMPLE_BYTES[key] = PROBE_MARGIN * _bytes_per_sample(part)
+        del part
     start = 0
     while start < num:
         width = chunk or int(min(MAX_CHUNK, max(1, chunk_bytes // _SAMPLE_BYTES[key])))
         take = min(width, num - start)
-        drawn.extend(sample(rng, size) for _ in range(take - len(drawn)))
-        part = run_samples(alg, drawn)
+        if probe is None:
+            inputs = samplers.draw(sample, rng, size, take)
+        elif take == 1:
+            inputs = probe
+        else:
+            rest = samplers.draw(sample, rng, size, take - 1)
+            inputs = [np.concatenate([a, b]) for a, b in zip(probe, rest)]
+        probe = None
+        part = alg.run(*inputs)
         _SAMPLE_BYTES[key] = max(_SAMPLE_BYTES.get(key, 0.0), _bytes_per_sample(part))
         yield part
         start += take
-        drawn = []
 
 
 def _bytes_per_sample(part: Dataset) -> float:

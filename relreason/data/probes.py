@@ -119,7 +119,8 @@ class Recorder:
 
     def _check_range(self, f: Feature, x: np.ndarray, depth: int) -> None:
         """Index values (pointers, and mask_one / categorical given as indices) must be integers in 0..depth-1."""
-        if x.size and (not np.array_equal(x, np.round(x)) or x.min() < 0 or x.max() > depth - 1):
+        integral = np.issubdtype(x.dtype, np.integer) or np.array_equal(x, np.round(x))
+        if x.size and (not integral or x.min() < 0 or x.max() > depth - 1):
             bad = x[(x != np.round(x)) | (x < 0) | (x > depth - 1)].flat[0].item()
             raise ProbeError(f"{self.algorithm}: probe {f.name} ({f.type.value}) holds {bad:g}, outside the "
                              f"indices 0..{depth - 1}")
@@ -169,11 +170,13 @@ def fill_steps(init: np.ndarray, lengths: np.ndarray, steps: int, sample: np.nda
     unchanged steps at a time over the whole batch; a sample's first step past lengths[b] is zeroed
     and carried on like any value, so the result is zero past every length (hint_sequence's
     `zero_padded`), with each byte written once."""
-    B = len(init)
+    B, N = init.shape[:2]
     out = np.empty((B, steps) + init.shape[1:], init.dtype)
     out[:, 0] = init
+    cells = out.reshape((B * steps * N,) + init.shape[2:])  # [B * T * N, ...] a view: one index per change
     order = np.argsort(step, kind="stable")
-    sample, step, node, value = sample[order], step[order], node[order], np.asarray(value)[order]
+    step, value = step[order], np.asarray(value)[order]
+    cell = (sample[order] * steps + step) * N + node[order]
     changes = _runs(step)
     by_end = np.argsort(lengths, kind="stable")
     ends = _runs(np.asarray(lengths)[by_end])
@@ -189,7 +192,7 @@ def fill_steps(init: np.ndarray, lengths: np.ndarray, steps: int, sample: np.nda
             out[by_end[lo:hi], t] = 0
         if t in changes:
             lo, hi = changes[t]
-            out[sample[lo:hi], t, node[lo:hi]] = value[lo:hi]
+            cells[cell[lo:hi]] = value[lo:hi]
     if done < steps - 1:
         out[:, done + 1:] = out[:, done, None]
     return out

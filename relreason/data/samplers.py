@@ -5,7 +5,8 @@ Every sampler takes a `numpy.random.RandomState` and a `length` and returns one 
 reference (google-deepmind/clrs `samplers.py`) from `RandomState(seed)`, one sample after the other,
 makes our canonical splits the benchmark's splits value for value. The draws are cheap; the order is
 what matters, so keep every draw exactly where it is: a call may only be replaced by one that draws
-the same numbers (see `bernoulli` and `graph_sampler`).
+the same numbers (see `bernoulli` and `graph_sampler`). Graph samplers also draw many samples at once
+(`GraphSampler.batch`, through `draw`): the same calls in the same order, the arithmetic batched.
 
 Samplers with options are frozen dataclasses whose fields are named like the reference sampler's
 keyword arguments (`p`, `length_needle`, and ours, `graph`: a graph family in place of the benchmark's
@@ -43,28 +44,47 @@ def bernoulli(rng: RandomState, p: float, shape: tuple[int, ...]) -> np.ndarray:
     U - qn > p' qn / (1 - p') (U within rounding of 1) is the element redrawn with the next U. The
     same uniforms come from `random_sample`, so the comparison runs vectorized; the redraw case is
     reproduced, so equality holds for every seed."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"p = {p} is not a probability")
-    flip = p > 0.5
-    p1 = 1.0 - p if flip else p
-    q = 1.0 - p1
-    qn = math.exp(1 * math.log(q))  # libm, as numpy's C code computes it
-    px = (p1 * qn) / q  # the inversion's next probability; U - qn above it means a redraw
-    size = math.prod(shape)
-    u = rng.random_sample(size)
-    out = np.empty(size, bool)
-    start = 0
-    while True:
-        hit = u > qn
-        redraw = hit & (u - qn > px)
-        if not redraw.any():
-            out[start:] = hit
-            break
-        r = int(redraw.argmax())  # element start + r draws again: it takes the next uniform, all later ones shift
-        out[start: start + r] = hit[:r]
-        start += r
-        u = np.concatenate([u[r + 1:], rng.random_sample(1)])
-    return (~out if flip else out).astype(np.int64).reshape(shape)
+    law = _Inversion.of(p)
+    hits = law.hits(rng, rng.random_sample(math.prod(shape)))
+    return (~hits if law.flip else hits).astype(np.int64).reshape(shape)
+
+
+@dataclass(frozen=True)
+class _Inversion:
+    """The legacy binomial's inversion for n = 1 (see `bernoulli`): an element is a hit when its
+    uniform exceeds qn, and is redrawn when its uniform minus qn exceeds px."""
+
+    flip: bool  # p > 1/2: the draw is for 1 - p and the result is negated
+    qn: float
+    px: float
+
+    @staticmethod
+    def of(p: float) -> "_Inversion":
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"p = {p} is not a probability")
+        p1 = 1.0 - p if p > 0.5 else p
+        q = 1.0 - p1
+        qn = math.exp(1 * math.log(q))  # libm, as numpy's C code computes it
+        return _Inversion(p > 0.5, qn, (p1 * qn) / q)  # px: the inversion's next probability
+
+    def redraws(self, u: np.ndarray) -> bool:
+        """Whether some uniform of `u` is redrawn (u - qn rounds monotonically: the largest decides)."""
+        return u.size > 0 and float(u.max()) - self.qn > self.px
+
+    def hits(self, rng: RandomState, u: np.ndarray) -> np.ndarray:
+        """The hits [U > qn] of the uniforms u, drawing the redrawn elements' next uniforms from rng."""
+        out = np.empty(len(u), bool)
+        start = 0
+        while True:
+            hit = u > self.qn
+            redraw = hit & (u - self.qn > self.px)
+            if not redraw.any():
+                out[start:] = hit
+                return out
+            r = int(redraw.argmax())  # element start + r draws again: it takes the next uniform, all later ones shift
+            out[start: start + r] = hit[:r]
+            start += r
+            u = np.concatenate([u[r + 1:], rng.random_sample(1)])
 
 
 def random_er_graph(rng: RandomState, nb_nodes: int, p: float = 0.5, directed: bool = False,
@@ -160,6 +180,61 @@ class GraphSampler:
             return graph, rng.randint(0, length)
         return (graph,)
 
+    def batch(self, rng: RandomState, length: int, count: int) -> list[np.ndarray] | None:
+        """`count` samples drawn as `count` calls would draw them, stacked ([count, N, N], and the sources
+        [count]); None with a graph family (draw them one by one).
+
+        Each sample still draws its numbers with the same calls in the same order (the uniforms of its
+        edges, its permutation, its weights' uniforms, its source); what `random_er_graph` computes from
+        them runs on blocks of samples (about _BLOCK_ELEMENTS edges, so that a block stays in cache),
+        with the same floating-point operations: 0/1 edges times weights, W * W^T + 1e-3 and its root."""
+        if self.graph is not None:
+            return None
+        law = _Inversion.of(self.p)
+        n = length
+        out = np.empty((count, n, n), float if self.weighted else np.int64)
+        sources = np.empty(count, np.int64)
+        block = max(1, min(count, _BLOCK_ELEMENTS // (n * n)))
+        edges = np.empty((block, n * n), bool)  # [U > qn] of the edges' uniforms
+        weights = np.empty((block, n, n))  # the weights' uniforms
+        perms = np.empty((block, n), np.int64)
+        for lo in range(0, count, block):
+            m = min(block, count - lo)
+            for k in range(m):
+                u = rng.random_sample(n * n)
+                if law.redraws(u):  # rare: the redrawn elements take the next uniforms, before the rest
+                    edges[k] = law.hits(rng, u)
+                else:
+                    np.greater(u, law.qn, out=edges[k])
+                if self.acyclic:
+                    perms[k] = rng.permutation(n)
+                if self.weighted:  # uniform(0, 1) is 0 + 1 * U: the same numbers as random_sample
+                    weights[k] = rng.random_sample((n, n))
+                if self.source:
+                    sources[lo + k] = rng.randint(0, length)
+            hits = edges[:m].reshape(m, n, n)  # [m, N, N]
+            if law.flip:
+                hits = ~hits
+            if not self.directed:
+                hits &= np.swapaxes(hits, 1, 2)  # mat *= mat.T
+            elif self.acyclic:  # np.triu(mat, k=1)[perm, :][:, perm]: rows, then rows of the transpose
+                rows, perm = np.arange(m)[:, None], perms[:m]
+                hits = np.swapaxes(np.swapaxes(hits[rows, perm], 1, 2)[rows, perm], 1, 2)
+                hits &= perm[:, :, None] < perm[:, None, :]  # kept where perm[i] < perm[j]: the upper triangle
+            if not self.weighted:
+                out[lo:lo + m] = hits
+                continue
+            w = weights[:m]
+            if not self.directed:
+                w *= np.swapaxes(w, 1, 2)
+                w += 1e-3
+                np.sqrt(w, out=w)
+            np.multiply(hits, w, out=out[lo:lo + m])  # mat.astype(float) * weights
+        return [out, sources] if self.source else [out]
+
+
+_BLOCK_ELEMENTS = 1 << 15  # edges per block of GraphSampler.batch: its float64 buffers stay in cache
+
 
 def graph_sampler(p: float, directed: bool = False, acyclic: bool = False, weighted: bool = False,
                   source: bool = False) -> GraphSampler:
@@ -200,6 +275,17 @@ def truncate(values: tuple, decimals: int | None) -> tuple:
             v = float(np.trunc(v * scale) / scale)
         out.append(v)
     return tuple(out)
+
+
+def draw(sample: SampleFn, rng: RandomState, length: int, count: int) -> list[np.ndarray]:
+    """`count` samples' inputs, stacked (one array per positional input), drawn as `count` calls of
+    `sample` would draw them: in one batch where the sampler has one (`GraphSampler.batch`)."""
+    batch = getattr(sample, "batch", None)
+    stacked = batch(rng, length, count) if batch is not None else None
+    if stacked is not None:
+        return stacked
+    samples = [sample(rng, length) for _ in range(count)]
+    return [np.stack([np.asarray(s[i]) for s in samples]) for i in range(len(samples[0]))]
 
 
 def takes_option(sample: SampleFn, option: str) -> bool:

@@ -25,6 +25,11 @@ RT_FIGURES = {
 RT_V1_DATA = {t: "the RT paper's CLRS v1 data differ for this task (relreason/recipes/rt.yaml)"
               for t in ("naive_string_matcher", "kmp_matcher", "quickselect")}
 
+# The lobster experiment (end-to-end shortest-path distance, Tang et al.'s lobster graphs, 30 layers, 20 seeds):
+# relative loss, lower is better, as ../shared/clrs-reference.md records it (no spread printed).
+RT_LOBSTER = {"rt": 0.22, "gat": 0.28, "gcn": 0.45}
+RT_LOBSTER_MARGIN = 0.02  # relative loss: the verdicts' equivalence margin, a tenth of the RT's figure
+
 # Tables 13-17: the ablated RT's column, task: (mean, std) over 20 seeds, and the paper's two averages
 # (the RT's, the ablated RT's) over the table's tasks (n=64).
 RT_ABLATION_TABLES = {

@@ -30,7 +30,7 @@ from relreason.studies.report import study_table
 from relreason.studies.results import (DIAGNOSTIC_TEST_FACTOR, DIAGNOSTIC_TEST_SEED, SELECTION, VERIFY, cell_files,
                                        progress_files, result_files)
 from relreason.studies.variants import Study
-from relreason.tasks import expand_tasks
+from relreason.tasks import TASKS, expand_tasks
 
 
 def code_label(code: dict | None) -> str:
@@ -114,7 +114,7 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
                         for (v, t), p in study.figures.items() if v in used and t in used_tasks],
             "averages": [{"variant": v, **to_plain(p)} for v, p in study.averages.items()
                          if v in used and used_tasks == tasks],
-            "lower_is_better": False, "margin": study.margin}
+            "lower_is_better": TASKS.get(used_tasks[0]).lower_is_better, "margin": study.margin}
 
 
 def protocol_difference(recipe: str | None, protocol: str, got: dict, want: dict) -> str:
@@ -249,7 +249,8 @@ def report_sections(results: Path, margin: float | None = None, tables: list[str
         blocks = [Block(f"Paper: {study.source}." +
                         (f" {study.note[:1].upper()}{study.note[1:]}." if study.note else "") +
                         (" No verdicts: this unit declares no equivalence margin." if verdict_margin is None else
-                         f" Verdict margin: ±{verdict_margin:g} percentage point{'s' * (verdict_margin != 1)}.")),
+                         f" Verdict margin: ±{verdict_margin:g} " + ("(relative loss)." if result["lower_is_better"]
+                                                                     else f"percentage point{'s' * (verdict_margin != 1)}."))),
                   Block(rows=rows, columns=columns), Block(rows=cell_rows, columns=CELL_COLUMNS)]
         chosen = [(r, selection.get((r["model"], r["setting"], r["task"], r["seed"]))) for r in ordered]
         if any(sel for _, sel in chosen):

@@ -23,7 +23,8 @@ from relreason.runs.stats import Spread
 from relreason.studies.ablations import ABLATIONS
 from relreason.studies.figures import (CLRS30_AVERAGES, IBARZ, IBARZ_AVERAGE, IBARZ_TABLE2, IBARZ_TABLE2_COLUMNS,
                                        RT_PAPER, RT_SEEDS, RT_TABLE9, RT_TABLE9_COLUMNS, RT_TABLE19,
-                                       RT_TABLE19_AVERAGES, RT_TABLE19_COLUMNS, RT_V1_DATA)
+                                       RT_LOBSTER, RT_LOBSTER_MARGIN, RT_TABLE19_AVERAGES,
+                                       RT_TABLE19_COLUMNS, RT_V1_DATA)
 from relreason.studies.variants import Published, Study, Variant
 
 TABLES: Registry[Study] = Registry("table", "relreason reproduce --list")
@@ -97,6 +98,19 @@ TABLES.register("mueller2024", Study(
     source="Mueller et al. 2024, \"Towards Principled Graph Transformers\" (its per-algorithm CLRS figures "
            "could not be read here: none are printed beside ours)", layout="protocol",
     note="the protocol is the authors' CLRS fork's defaults (ksmdnl/clrs 42a5de5), see relreason/recipes/et.yaml"))
+
+# -- RT paper: end-to-end shortest paths on lobster graphs (its Table 6 protocol for the RT) ---------------------
+TABLES.register("rt-lobster", Study(
+    "rt-lobster", "RT paper: end-to-end shortest-path distance on lobster graphs (relative loss, lower is better)",
+    (Variant("rt", "rt", recipe="lobster_rt"), Variant("gat", "gat", recipe="lobster_gat"),
+     Variant("gcn", "gcn", recipe="lobster_gcn")), tasks="lobster",
+    source=f"{RT_PAPER}, the lobster experiment (30 layers, 20 seeds; its figures as /shared reference notes record "
+           "them)",
+    figures={(label, "lobster"): Published(loss, None, RT_SEEDS, Spread.STD) for label, loss in RT_LOBSTER.items()},
+    layout="protocol", margin=RT_LOBSTER_MARGIN,
+    note="the RT at its Table 6 values (relreason/recipes/lobster_rt.yaml); the paper states neither batch size nor "
+         "training length, and not the baselines' tuned values (each recipe's deviation line says what ours are); "
+         "relative loss |y - y_hat| / |y| on backbones of 100 nodes"))
 
 # -- today's strongest processors (issue 31): no figure of theirs at a protocol we can run -----------------------
 TABLES.register("new-processors", Study(

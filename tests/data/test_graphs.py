@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graph_references import bellman_ford_distances
-from relreason.data import generate, run_algorithm
+from relreason.data import generate, parse_graph, run_algorithm
 from relreason.data.algorithms.graphs import KruskalPhase, _extract_min, _sorted_edges
 from relreason.data import samplers
 from relreason.data.algorithms import ALGORITHMS
@@ -483,6 +483,45 @@ def test_graph_sampler_draws_as_the_reference(p, n, weighted, source):
         if source:
             assert got[1] == ref.choice(n)
         assert len(got) == 1 + source
+
+
+def graph_samplers() -> list[str]:
+    return [n for n in ALGORITHMS.names() if isinstance(ALGORITHMS.get(n).sample, samplers.GraphSampler)]
+
+
+def assert_batch_equals_calls(sample: samplers.GraphSampler, n: int, count: int, seed: int) -> None:
+    """`batch` gives the stacked inputs of `count` calls and leaves the generator where they leave it."""
+    one, many = RandomState(seed), RandomState(seed)
+    calls = [sample(one, n) for _ in range(count)]
+    got = sample.batch(many, n, count)
+    assert len(got) == len(calls[0])
+    for i, stacked in enumerate(got):
+        want = np.stack([np.asarray(c[i]) for c in calls])
+        assert stacked.dtype == want.dtype
+        np.testing.assert_array_equal(stacked, want)
+    assert one.random_sample() == many.random_sample()
+
+
+@pytest.mark.parametrize("name", graph_samplers())
+@pytest.mark.parametrize("n, count", [(2, 3), (7, 9), (16, 5), (33, 70)])  # 70 at n = 33: several blocks
+def test_graph_sampler_batch_equals_its_calls(name, n, count):
+    assert_batch_equals_calls(ALGORITHMS.get(name).sample, n, count, seed=n)
+
+
+@pytest.mark.parametrize("p", [0.2, 0.5, 0.8])
+@pytest.mark.parametrize("directed, acyclic", [(False, False), (True, False), (True, True)])
+def test_graph_sampler_batch_redraws_as_its_calls(p, directed, acyclic, monkeypatch):
+    """A slightly low exp makes the binomial's redraws frequent (see test_bernoulli_redraws_as_numpy_does):
+    the batch must take each redraw's uniforms where a call takes them, before the rest of its sample."""
+    true_exp = math.exp
+    monkeypatch.setattr(math, "exp", lambda x: true_exp(x) * (1 - 1e-2))
+    sample = samplers.graph_sampler(p, directed=directed, acyclic=acyclic, weighted=True, source=True)
+    assert_batch_equals_calls(sample, 12, 6, seed=4)
+
+
+def test_graph_sampler_batch_leaves_graph_families_to_the_calls():
+    sample = samplers.with_options(ALGORITHMS.get("bfs").sample, graph=parse_graph("ws:k=4,p=0.1"))
+    assert sample.batch(RandomState(0), 8, 2) is None
 
 
 # ---------------------------------------------------------------- the DFS family: DFS, topological sort,

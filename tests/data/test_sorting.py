@@ -188,6 +188,13 @@ def test_quicksort_by_hand():
     assert traj.outputs["pred"].tolist() == [2, 0, 2]  # order 2, 0, 1
 
 
+def test_heapsort_beyond_one_byte_per_slot():
+    """Above 256 keys a slot's element no longer fits a byte (heapsort logs its orders as 16-bit values)."""
+    ds = generate("heapsort", num=1, size=257, seed=3)
+    for b in range(len(ds)):
+        check_against_trace("heapsort", ds.trajectory(b), ds.inputs["key"][b])
+
+
 def test_heapsort_phases_and_heap_pointers():
     traj = run_algorithm("heapsort", np.random.RandomState(0).uniform(size=8))
     phase = traj.hints["phase"].argmax(-1)

@@ -19,11 +19,12 @@ from typer.testing import CliRunner
 from relreason.cli.main import app
 from relreason.data import ALGORITHMS, run_algorithm
 from relreason.data.algorithms.geometry import _truncated_disk_points, sample_disk_points
+from relreason.data.samplers import truncate
 from relreason.data.text import (ANSWER_CHARS, REFERENCE_TRAIN_LENGTHS, REFERENCE_VAL_STOP, TEXT_PRESETS,
                                  ParsedAnswer, TextParseError, TextPiece, answer_arrays,
                                  draw_sample, load_text_split, parse_answer, parse_sizes, render,
                                  resolve_text_split, score_answer, text_batch, text_batches, text_examples,
-                                 text_path, text_split, truncate, write_text_split)
+                                 text_path, text_split, write_text_split)
 from relreason.errors import RelreasonError
 
 GOLDEN = json.loads((Path(__file__).parent / "golden_text_digests.json").read_text())
@@ -253,8 +254,13 @@ def test_write_and_load_a_split(tmp_path):
 def _small_presets(monkeypatch):
     """Makes every preset split two tiny pieces, so that the CLI tests stay fast."""
     import relreason.data.text as text
+    from relreason.data.text import splits
 
-    monkeypatch.setattr(text, "text_split", lambda preset, split, alg: (TextPiece(4, 0, 3), TextPiece(5, 1, 2)))
+    def two_pieces(preset, split, alg):
+        return TextPiece(4, 0, 3), TextPiece(5, 1, 2)
+
+    monkeypatch.setattr(splits, "text_split", two_pieces)  # what the split files are made of
+    monkeypatch.setattr(text, "text_split", two_pieces)  # what the tasks read (relreason.tasks)
 
 
 runner = CliRunner()

@@ -36,7 +36,7 @@ for strongly connected components.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from array import array
 
 import numpy as np
 
@@ -666,17 +666,19 @@ def mst_kruskal(A: np.ndarray):
     rec = Recorder("mst_kruskal", n, batch=B)
     rec.input(pos=positions(n, B), A=A, adj=graph_adjacency(A))
     heads, tails, counts = _sorted_edges(A)
-    logs = [_kruskal_steps(h[:c], t[:c], n) for h, t, c in zip(heads.tolist(), tails.tolist(), counts.tolist())]
-    lengths = np.array([len(log.steps) // 5 for log in logs], np.int64)
+    log = _KruskalLog()
+    for h, t, c in zip(heads.tolist(), tails.tolist(), counts.tolist()):
+        _kruskal_steps(h[:c], t[:c], n, log)
+    lengths = log.counts("steps") // 5
     T = int(lengths.max())
     row = np.repeat(np.arange(B) * T, lengths) + np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     steps = np.zeros((B * T, 5), np.int64)  # per step u, v, root_u, root_v, phase (zero past each length)
-    steps[row] = np.fromiter((x for log in logs for x in log.steps), np.int64, count=5 * len(row)).reshape(-1, 5)
+    steps[row] = np.frombuffer(log.steps, np.int64).reshape(-1, 5)
     steps = steps.reshape(B, T, 5)
-    joined = _events(logs, "joins")  # sample, step, u, v of each union that joined two trees
+    joined = log.events("joins")  # sample, step, u, v of each union that joined two trees
     hints = {name: one_hot(steps[..., k], 3 if name == "phase" else n)
              for k, name in enumerate(("u", "v", "root_u", "root_v", "phase"))}
-    events = {name: _events(logs, name) for name in ("pi", "mask_u", "mask_v")}
+    events = {name: log.events(name) for name in ("pi", "mask_u", "mask_v")}
     hints.update(pi=fill_steps(np.tile(np.arange(n, dtype=np.int32), (B, 1)), lengths, T, *events["pi"]),
                  mask_u=fill_steps(np.zeros((B, n), np.float32), lengths, T, *events["mask_u"]),
                  mask_v=fill_steps(np.zeros((B, n), np.float32), lengths, T, *events["mask_v"]))
@@ -686,24 +688,38 @@ def mst_kruskal(A: np.ndarray):
     return rec.finish()
 
 
-@dataclass
 class _KruskalLog:
-    """One sample's run: per step (u, v, root_u, root_v, phase), flat; per change of pi, mask_u or
-    mask_v (step, node, value), flat; per union that joined two trees (step, u, v), flat."""
+    """A batch's runs, sample after sample: per step (u, v, root_u, root_v, phase), flat; per change of
+    pi, mask_u or mask_v (step, node, value), flat; per union that joined two trees (step, u, v), flat.
+    `ends[b]`: the logs' lengths after sample b, in `_KruskalLog.NAMES` order (the logs are arrays:
+    read without a copy)."""
 
-    steps: list[int]
-    pi: list[int]
-    mask_u: list[int]
-    mask_v: list[int]
-    joins: list[int]
+    NAMES = ("steps", "pi", "mask_u", "mask_v", "joins")
+
+    def __init__(self):
+        self.steps, self.pi, self.mask_u, self.mask_v, self.joins = (array("q") for _ in self.NAMES)
+        self.ends: list[tuple[int, ...]] = []
+
+    def end_sample(self) -> None:
+        self.ends.append((len(self.steps), len(self.pi), len(self.mask_u), len(self.mask_v), len(self.joins)))
+
+    def counts(self, name: str) -> np.ndarray:
+        """[B] the values each sample logged in `name`."""
+        return np.diff(np.array(self.ends, np.int64)[:, self.NAMES.index(name)], prepend=0)
+
+    def events(self, name: str) -> tuple[np.ndarray, ...]:
+        """One kind of change over the batch: sample, step, node, value [E] each."""
+        sample = np.repeat(np.arange(len(self.ends)), self.counts(name) // 3)
+        step, node, value = np.frombuffer(getattr(self, name), np.int64).reshape(-1, 3).T
+        return sample, step, node, value
 
 
-def _kruskal_steps(heads: list[int], tails: list[int], n: int) -> _KruskalLog:
-    """The reference's Kruskal probes for one sample whose sorted edges are (heads[e], tails[e])."""
+def _kruskal_steps(heads: list[int], tails: list[int], n: int, log: _KruskalLog) -> None:
+    """The reference's Kruskal probes for one sample whose sorted edges are (heads[e], tails[e]), appended to `log`."""
     union_, find_u, find_v = int(KruskalPhase.UNION), int(KruskalPhase.FIND_U), int(KruskalPhase.FIND_V)
     pi = list(range(n))
-    log = _KruskalLog([0, 0, 0, 0, union_], [], [], [], [])  # the initial state: every probe index 0
     push, moved = log.steps.extend, log.pi.extend  # bound once: the loop runs ~300 times per sample at n = 64
+    push((0, 0, 0, 0, union_))  # the initial state: every probe index 0
     mask_u: list[int] = []
     mask_v: list[int] = []
     t = 0  # the step being pushed
@@ -731,10 +747,10 @@ def _kruskal_steps(heads: list[int], tails: list[int], n: int) -> _KruskalLog:
                 push((u, v, root_u, root_v, union_))
                 break
             push((u, v, root_u, root_v, phase))
-    return log
+    log.end_sample()
 
 
-def _restart(mask: list[int], node: int, t: int, changes: list[int]) -> None:
+def _restart(mask: list[int], node: int, t: int, changes: array) -> None:
     """A new edge's mask is {node}: the other members leave it at step t."""
     for x in mask:
         if x != node:
@@ -743,7 +759,7 @@ def _restart(mask: list[int], node: int, t: int, changes: list[int]) -> None:
         changes.extend((t, node, 1))
 
 
-def _climb(pi: list[int], mask: list[int], root: int, t: int, moved, mask_changes: list[int]) -> None:
+def _climb(pi: list[int], mask: list[int], root: int, t: int, moved, mask_changes: array) -> None:
     """One step of a find: every node passed so far points to the new ancestor `root`, which joins them
     (`moved` logs a change of pi)."""
     for x in mask:
@@ -753,14 +769,6 @@ def _climb(pi: list[int], mask: list[int], root: int, t: int, moved, mask_change
     if root not in mask:
         mask.append(root)
         mask_changes.extend((t, root, 1))
-
-
-def _events(logs: list[_KruskalLog], name: str) -> tuple[np.ndarray, ...]:
-    """One kind of change over the batch: sample, step, node, value [E] each."""
-    flat = [getattr(log, name) for log in logs]
-    sample = np.repeat(np.arange(len(logs)), [len(x) // 3 for x in flat])
-    step, node, value = np.array([x for f in flat for x in f], np.int64).reshape(-1, 3).T
-    return sample, step, node, value
 
 
 _TREE_CHUNK_BYTES = 1 << 20  # boolean buffer of _grown_tree: ~1 MB, cache-sized
@@ -933,48 +941,61 @@ def dag_shortest_paths(A: np.ndarray, s: np.ndarray):
         tr.end_sample()
     tr.assemble()
     hints = _walk_hints(tr, timed=False, root=False)  # the source is an input here, not a hint
-    pi, (g, j, d, i) = _relax_in_topological_order(A, heads, np.asarray(first))
-    sources = np.array([order[0] for order in heads])  # the lists' heads: d = 0 and marked from the first relaxation
-    mark = (np.concatenate([first, g]), np.concatenate([sources, j]), np.ones(B + len(g)))
-    tr.finish(rec, pi_h=tr.node("pi", _identity(B, n), (g, j, i)), d=tr.node("d", np.zeros((B, n)), (g, j, d)),
-              mark=tr.node("mark", np.zeros((B, n), np.float32), mark), topo_h=tr.node("topo", _identity(B, n)),
-              topo_head_h=tr.mask_one(_Col.TOPO_HEAD), phase=tr.graph(tr.kind == _Push.OTHER, np.float32), **hints)
+    start = np.asarray(first) - np.asarray(tr.starts[:-1])  # [B] the step that shows each list's head
+    pi, relaxed = _relax_in_topological_order(A, heads, start, tr.lengths, tr.T)
+    tr.finish(rec, **relaxed, topo_h=tr.node("topo", _identity(B, n)), topo_head_h=tr.mask_one(_Col.TOPO_HEAD),
+              phase=tr.graph(tr.kind == _Push.OTHER, np.float32), **hints)
     rec.output(pi=pi)
     return rec.finish()
 
 
-def _relax_in_topological_order(A: np.ndarray, heads: list[list[int]], first: np.ndarray) -> tuple[np.ndarray, _Events]:
+def _relax_in_topological_order(A: np.ndarray, heads: list[list[int]], start: np.ndarray, lengths: np.ndarray,
+                                T: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Phase 1 of dag_shortest_paths for a batch: each sample relaxes the out-edges of every node of its
     topo list `heads[b]` but the last, in list order (A: [B, N, N] weights); ties keep the earlier
     parent (strict <). Step k of the loop is position k of every list; a node never relaxes itself (no
     self-loops), so its out-edges update independently.
 
-    The list's k-th node is shown by push first[b] + k, so its relaxations are shown from the next
-    push. Returns the final parents pi [B, N] and the relaxations as events (g, j, new d[j], i): each
-    sets d[j], pi[j] = i and mark[j] = 1."""
+    Step start[b] + k of sample b shows its list's k-th node and the state after the relaxations of
+    nodes 0..k-1 (the list's head, the source, is marked with d = 0 from step start[b]); the steps
+    before show the initial state and those from lengths[b] on are zero. So the loop writes each
+    state straight into its steps of the hints pi_h, d and mark [B, T, N]. Returns the final parents
+    pi [B, N] and those hints."""
     B, n, _ = A.shape
-    rows = np.arange(B)
     size = np.array([len(h) for h in heads])
+    # Samples by list size, longest first: at loop step k the samples still relaxing are a prefix.
+    by_size = np.argsort(-size, kind="stable")
+    size, start, heads = size[by_size], np.asarray(start)[by_size], [heads[b] for b in by_size.tolist()]
+    rows = np.arange(B)
     order = np.zeros((B, int(size.max())), np.int64)  # [B, K] the lists, padded
     order[np.repeat(rows, size), np.arange(size.sum()) - np.repeat(np.cumsum(size) - size, size)] = np.concatenate(heads)
     d = np.zeros((B, n))
     pi = np.tile(np.arange(n), (B, 1))
     mark = np.zeros((B, n), bool)
     mark[rows, order[:, 0]] = True  # the source (d = 0)
-    events = []
-    for k in range(order.shape[1] - 1):
-        active = k + 1 < size  # the k-th node is not its list's last
-        head = order[:, k]
-        w = A[rows, head]  # [B, N] out-edges of each head
-        via = d[rows, head][:, None] + w
-        relax = active[:, None] & (w != 0) & (~mark | (via < d))
-        d = np.where(relax, via, d)
-        pi = np.where(relax, head[:, None], pi)
-        mark |= relax
-        b, j = np.nonzero(relax)
-        events.append((first[b] + k + 1, j, via[b, j], head[b]))
-    g, j, dj, i = (np.concatenate([np.zeros(0)] + [e[c] for e in events]) for c in range(4))
-    return pi, (g, j, dj, i)
+    past = np.arange(T) >= np.asarray(lengths)[:, None]  # [B, T] padding
+    hints = {"pi_h": np.empty((B, T, n), np.int32), "d": np.zeros((B, T, n)), "mark": np.zeros((B, T, n), np.float32)}
+    hints["pi_h"][...] = np.arange(n)  # the initial state at every step; the loop overwrites its own steps
+    live = np.searchsorted(-size, -np.arange(order.shape[1]), side="right")  # [K] samples with a k-th node
+    for k, m in enumerate(live.tolist()):
+        at = start[:m] + k
+        for name, x in (("pi_h", pi), ("d", d), ("mark", mark)):
+            hints[name][by_size[:m], at] = x[:m]
+        if k == order.shape[1] - 1:
+            break
+        head = order[:m, k]
+        w = A[by_size[:m], head]  # [m, N] out-edges of each head
+        via = d[rows[:m], head][:, None] + w
+        dm = d[:m]
+        relax = (k + 1 < size[:m])[:, None] & (w != 0) & (~mark[:m] | (via < dm))  # the list's last node relaxes nothing
+        d[:m] = np.where(relax, via, dm)
+        pi[:m] = np.where(relax, head[:, None], pi[:m])
+        mark[:m] |= relax
+    for x in hints.values():
+        x[past] = 0
+    final = np.empty_like(pi)
+    final[by_size] = pi
+    return final, hints
 
 
 @register(

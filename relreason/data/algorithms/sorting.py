@@ -1,18 +1,20 @@
 """Sorting algorithms (CLRS chapters 2, 6 and 7), recorded with the reference's probes.
 
-Each sort runs as a lockstep batch: one loop iteration is one hint step of every sample still
-running. Insertion and bubble sort take the same steps for every sample; heapsort and quicksort
-recurse differently per sample, so their recursion becomes explicit per-sample state (the current
-heapify node; the unsorted ranges still pending) advanced one probe point at a time.
+Insertion, bubble and quick sort run as lockstep batches: one loop iteration is one hint step of
+every sample still running. Insertion and bubble sort take the same steps for every sample;
+quicksort recurses differently per sample, so its recursion becomes explicit per-sample state (the
+unsorted ranges still pending) advanced one probe point at a time. Heapsort's steps are too small
+for that to pay (a few comparisons and one swap against ~70 array operations per lockstep step):
+each sample runs on plain lists and logs its steps, and the batch's hints are built from the logs.
 
-Every sort keeps `A_pos` [B, N]: `A_pos[b, k]` is the original index of the key now in slot k. The
-hints name elements by original index, as the reference does: `pred_h` is the "array" pointer probe
-(each element points to its left neighbour in the current order, the first element to itself), and a
-mask_one hint on slot k is the one-hot of `A_pos[k]`.
+Every sort keeps `A_pos` [B, N] (heapsort: one sample's `pos`): `A_pos[b, k]` is the original index
+of the key now in slot k. The hints name elements by original index, as the reference does: `pred_h`
+is the "array" pointer probe (each element points to its left neighbour in the current order, the
+first element to itself), and a mask_one hint on slot k is the one-hot of `A_pos[k]`.
 
 Insertion and bubble sort keep the pointer probe up to date as keys move (`SlotOrder`); heapsort
 and quicksort, whose steps do more bookkeeping of their own, record each step's order instead and
-derive their pointer probes for all steps at once at the end. Every loop snapshots a few small
+derive their pointer probes for all steps at once at the end. The lockstep loops snapshot a few small
 arrays per step (`History`); masks are expanded to their stored one-hot form once at the end. That,
 not the textbook logic, is where the time goes. The helpers here are shared by the searching and
 divide-and-conquer families.
@@ -21,6 +23,7 @@ divide-and-conquer families.
 from __future__ import annotations
 
 import enum
+from array import array
 
 import numpy as np
 
@@ -78,8 +81,10 @@ def order_pointers(order: np.ndarray) -> np.ndarray:
 def heap_pointers(order: np.ndarray, heap_size: np.ndarray) -> np.ndarray:
     """The "heap" probe of orders [..., N] with heap sizes [...]: in the first heap_size slots every
     element points to its heap parent (slot (k - 1) // 2); the root and the rest point to themselves."""
-    k = np.arange(1, order.shape[-1])
-    return _scatter_pointers(order, np.where(k < heap_size[..., None], order[..., (k - 1) // 2], order[..., 1:]))
+    n = order.shape[-1]
+    k = np.arange(1, n)
+    parents = np.repeat(order[..., :n // 2], 2, axis=-1)[..., :n - 1]  # order[..., (k - 1) // 2], without a gather
+    return _scatter_pointers(order, np.where(k < heap_size[..., None], parents, order[..., 1:]))
 
 
 def constant_hint(value: np.ndarray, steps: int) -> np.ndarray:
@@ -217,59 +222,82 @@ class HeapPhase(enum.IntEnum):
 def heapsort(A: np.ndarray):
     """Heapsort (Williams, 1964). A: [B, N] keys.
 
-    The textbook recursion is a per-sample state machine: `cur` is the node max-heapify is at, `ind`
-    the outer loop index (the build loop's node, or the extraction's last slot), `size` the heap size
-    and `phase` what the next step does (sift during the build, move the max out, sift after it).
-    Each step is one probe point: one max_heapify call of the reference, or one extraction. The loop
-    records each step's order and heap size; both pointer probes are derived from them at the end, for
-    all steps at once (a step's own work is too small to amortize keeping them up to date)."""
-    rec, order = _start("heapsort", A, pointers=False)
-    A, A_pos, rows = order.A, order.pos, order.rows
+    One probe point per max_heapify call of the reference and one per extraction. The steps differ
+    from sample to sample and each does a few comparisons and one swap: a lockstep batch spends ~70
+    array operations per step on that, more than plain Python spends on one sample's step (~0.5 us),
+    so each sample runs `_heapsort_steps` on lists, logging per step its probe values and its order
+    (a memory copy), and the batch's [B, T, ...] hints are built from the logs at once."""
     B, n = A.shape
-    last = np.full(B, n - 1)
-    size = np.full(B, n)
-    # Plain ints: an enum member lookup costs about a microsecond, and the loop makes ten per step.
-    build, swap_out, reheap = int(HeapPhase.BUILD), int(HeapPhase.SWAP_OUT), int(HeapPhase.REHEAP)
-    hist = History(B)
-    phase = np.full(B, build)
-    hist.push(True, pos=A_pos, size=size, nodes=order.at(last, last, last, last), phase=phase)
-    cur, ind = last.copy(), last.copy()
-    running = np.ones(B, bool)
-    while running.any():
-        sift = running & (phase != swap_out)
-        out = running & (phase == swap_out)
-        # max_heapify at cur: the largest of cur and its children inside the heap (strict >, left first).
-        left = 2 * cur + 1
-        here = A[rows, cur]
-        lv = A[rows, np.minimum(left, n - 1)]
-        go = (left < size) & (lv > here)
-        largest, best = np.where(go, left, cur), np.where(go, lv, here)
-        go = (left + 1 < size) & (A[rows, np.minimum(left + 1, n - 1)] > best)
-        largest = np.where(go, left + 1, largest)
-        # An extraction shrinks the heap by one and moves its max to the freed last slot.
-        size = size - out
-        a, b = np.where(sift, cur, 0), np.where(sift, largest, np.where(out, ind, 0))
-        order.swap(a, b)
-        # Hints i, j, largest, heap_size; an extraction's `largest` is element 0 itself, not slot 0.
-        nodes = order.at(np.where(out, 0, ind), np.where(out, ind, cur), largest, size - 1)
-        nodes[2] = np.where(out, 0, nodes[2])
-        hist.push(running, pos=A_pos, size=size, nodes=nodes, phase=np.where(out, swap_out, phase))
-        # A sift that moved continues one level down; one that stopped ends its max_heapify chain.
-        deeper = sift & (largest != cur)
-        ended = sift & ~deeper
-        ind = ind - ended
-        next_build = ended & (phase == build) & (ind >= 0)
-        # After the build loop's node 0 the extraction loop starts at the last slot.
-        extract = ended & ((phase == reheap) | (ind < 0))
-        ind = np.where(ind < 0, n - 1, ind)
-        running &= ~(extract & (ind < 1))
-        cur = np.where(out, 0, np.where(next_build, ind, np.where(deeper, largest, cur)))
-        phase = np.where(out, reheap, np.where(extract, swap_out, phase))
-    pos = hist["pos"]  # [B, T, N]
-    rec.hint_sequence(hist.lengths, pred_h=order_pointers(pos), parent=heap_pointers(pos, hist["size"]),
-                      phase=hist["phase"], **mask_hints(hist["nodes"], ("i", "j", "largest", "heap_size"), n))
-    rec.output(pred=order_pointers(A_pos))
+    rec = Recorder("heapsort", n, batch=B)
+    rec.input(pos=positions(n, B), key=np.array(A, dtype=np.float64))
+    code = "B" if n <= 256 else "H"  # slot -> element, one byte per slot where it fits
+    log, orders = array("q"), array(code)
+    lengths = np.array([_heapsort_steps(keys, log, orders, code) for keys in np.asarray(A, np.float64).tolist()],
+                       np.int64)
+    T = int(lengths.max())
+    row = np.repeat(np.arange(B) * T, lengths) + np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths,
+                                                                                     lengths)
+    steps = np.zeros((B * T, _HEAP_RECORD), np.int64)  # zero past each length: element 0, phase BUILD
+    steps[:, _HEAP_SIZE] = n  # a valid heap size in the padding (the recorder zeroes its probes)
+    steps[row] = np.frombuffer(log, np.int64).reshape(-1, _HEAP_RECORD)
+    pos = np.tile(np.arange(n, dtype=np.intp), (B * T, 1))  # [B * T, N] the identity in the padding
+    pos[row] = np.frombuffer(orders, code).reshape(-1, n)
+    pos, steps = pos.reshape(B, T, n), steps.reshape(B, T, _HEAP_RECORD)
+    final = pos[np.arange(B), lengths - 1]  # [B, N] the sorted order
+    rec.hint_sequence(lengths, pred_h=order_pointers(pos), parent=heap_pointers(pos, steps[..., _HEAP_SIZE]),
+                      phase=steps[..., _HEAP_PHASE],
+                      **{k: one_hot(steps[..., c], n) for c, k in enumerate(("i", "j", "largest", "heap_size"))})
+    rec.output(pred=order_pointers(final))
     return rec.finish()
+
+
+# A heapsort step's record: the elements of the probes i, j, largest and heap_size, then phase and heap size.
+_HEAP_RECORD = 6
+_HEAP_PHASE, _HEAP_SIZE = 4, 5
+
+
+def _heapsort_steps(A: list[float], log: array, orders: array, code: str) -> int:
+    """One sample's heapsort on a list of keys (sorted in place): appends each step's record
+    (`_HEAP_RECORD` values) to `log` and its order (slot -> element) to `orders`. Returns the steps.
+
+    max_heapify at i moves down one level per step: the largest of i and its children inside the
+    heap (strict >, left first) is swapped into i, then the probes show the elements at the outer
+    index `ind`, at i, at largest and at the heap's last slot. An extraction swaps the max into the
+    freed last slot; its `largest` probe is element 0 itself, not slot 0 (as the reference records)."""
+    n = len(A)
+    build, swap_out, reheap = int(HeapPhase.BUILD), int(HeapPhase.SWAP_OUT), int(HeapPhase.REHEAP)
+    pos = array(code, range(n))
+    push = log.extend
+    push((n - 1, n - 1, n - 1, n - 1, build, n))  # the initial state
+    orders.extend(pos)
+    steps = 1
+
+    def max_heapify(i: int, size: int, ind: int, phase: int) -> int:
+        count = 0
+        while True:
+            left = 2 * i + 1
+            largest = left if left < size and A[left] > A[i] else i
+            if left + 1 < size and A[left + 1] > A[largest]:
+                largest = left + 1
+            if largest != i:
+                A[i], A[largest] = A[largest], A[i]
+                pos[i], pos[largest] = pos[largest], pos[i]
+            push((pos[ind], pos[i], pos[largest], pos[size - 1], phase, size))
+            orders.extend(pos)
+            count += 1
+            if largest == i:
+                return count
+            i = largest
+
+    for i in range(n - 1, -1, -1):
+        steps += max_heapify(i, n, i, build)
+    for i in range(n - 1, 0, -1):
+        A[0], A[i] = A[i], A[0]
+        pos[0], pos[i] = pos[i], pos[0]
+        push((pos[0], pos[i], 0, pos[i - 1], swap_out, i))  # the heap is now slots 0..i-1
+        orders.extend(pos)
+        steps += 1 + max_heapify(0, i, i, reheap)
+    return steps
 
 
 @register(
