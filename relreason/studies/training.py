@@ -61,8 +61,8 @@ def train_group(cells: list[Cell], strategy: str = "auto", show_progress: bool =
         if claimed:
             interrupted = _train_claimed([(c, lock, state) for _, c, lock, state in claimed], strategy,
                                          show_progress, log, command or cli_command(), pack, packs)
-            for k, *_ in claimed:
-                status[k] = "interrupted" if interrupted else "trained"
+            for (k, *_), stopped in zip(claimed, interrupted):
+                status[k] = "interrupted" if stopped else "trained"
     finally:
         for _, _, lock, _ in claimed:
             lock.release()
@@ -70,8 +70,9 @@ def train_group(cells: list[Cell], strategy: str = "auto", show_progress: bool =
 
 
 def _train_claimed(claimed: list, strategy: str, show_progress: bool, log: Callable[[str], None],
-                   command: str | None, pack: bool = False, packs: list | None = None) -> bool:
-    """Trains claimed (cell, lock, state) of one group (`pack`: one pack); True when interrupted."""
+                   command: str | None, pack: bool = False, packs: list | None = None) -> list[bool]:
+    """Trains claimed (cell, lock, state) of one group (`pack`: one pack); whether each was interrupted (a
+    pack's cell that reached its budget before the stop is finished and tested: relreason.train.pack)."""
     from relreason.tracking import RunAbout
     from relreason.train import run
     from relreason.train.pack import train_pack
@@ -89,19 +90,19 @@ def _train_claimed(claimed: list, strategy: str, show_progress: bool, log: Calla
             cfg = resume_config(c.run_dir, machine)
         configs.append(cfg)
     abouts = [RunAbout(cell_label(c), group=c.study or None, job_type=c.variant.label) for c, _, _ in claimed]
-    if len(claimed) == 1:
-        c, lock, state = claimed[0]
-        return run(configs[0], out=c.directory, name=CELL_RUN, resume=state == "partial", show_progress=show_progress,
-                   command=command, log=log, lock=lock, about=abouts[0]).interrupted
     if pack:
         packed = train_pack(configs, [c.run_dir for c, _, _ in claimed], [state == "partial" for *_, state in claimed],
                             show_progress, command, log, [lock for _, lock, _ in claimed], abouts)
         if packs is not None:
             packs.append(packed)
-        return any(r.interrupted for r in packed.results)
+        return [r.interrupted for r in packed.results]
+    if len(claimed) == 1:
+        c, lock, state = claimed[0]
+        return [run(configs[0], out=c.directory, name=CELL_RUN, resume=state == "partial", show_progress=show_progress,
+                    command=command, log=log, lock=lock, about=abouts[0]).interrupted]
     results = train_members(configs, [c.run_dir for c, _, _ in claimed], [state == "partial" for *_, state in claimed],
                             show_progress, command, log, strategy, [lock for _, lock, _ in claimed], abouts)
-    return any(r.interrupted for r in results)
+    return [any(r.interrupted for r in results)] * len(results)  # a group stops together
 
 
 def group_label(cells: list[Cell]) -> str:

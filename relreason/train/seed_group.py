@@ -246,13 +246,15 @@ def claimed_sessions(members: list[Config], run_dirs: list[Path], resume: list[b
 
 
 def train_and_test(group: "SeedGroup", show_progress: bool, log) -> list:
-    """Trains the group's opened sessions to their budgets, then (unless interrupted) tests each one's best
-    checkpoint; returns each session's RunResult."""
+    """Trains the group's opened sessions to their budgets, then tests each one's best checkpoint; returns each
+    session's RunResult. When interrupted, the sessions that had reached their budget before the stop (a pack's
+    cells finish at different steps) are finished and tested all the same; the others are interrupted."""
     interrupted = group.train(show_progress, log)
     results = []
     for s in group.sessions:
-        r = s.result(interrupted)
-        if not interrupted:
+        stopped = interrupted and s.state["examples"] < s.cfg.train.train_examples
+        r = s.result(stopped)
+        if not stopped:
             s.final_test(r)
         results.append(r)
     return results

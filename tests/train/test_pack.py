@@ -79,14 +79,18 @@ def test_a_pack_stopped_mid_way_resumes_each_cell_to_the_uninterrupted_weights(t
     names = [f"{m}-{t}" for m, t, _ in CELLS]
     train_pack(configs(tmp_path), [tmp_path / "whole" / n for n in names], [False, False], show_progress=False)
     with monkeypatch.context() as m:
-        stop_after(m, 3)  # between validations (every 4 steps): each cell saves last/ at its step 3
+        stop_after(m, 7)  # the RT cell finished at its 6th step, the MPNN's stops at its 7th (saving last/ there)
         cut = train_pack(configs(tmp_path), [tmp_path / "cut" / n for n in names], [False, False],
                          show_progress=False)
-    assert all(r.interrupted for r in cut.results) and not (tmp_path / "cut" / names[0] / "results.json").exists()
-    resumed = train_pack(configs(tmp_path), [tmp_path / "cut" / n for n in names], [True, True], show_progress=False)
-    assert [r.examples for r in resumed.results] == [n for *_, n in CELLS]
+    assert [r.interrupted for r in cut.results] == [True, False]  # a cell that reached its budget is finished
+    assert not (tmp_path / "cut" / names[0] / "results.json").exists()
+    assert (tmp_path / "cut" / names[1] / "results.json").read_text() != ""
+    resumed = train_pack(configs(tmp_path)[:1], [tmp_path / "cut" / names[0]], [True], show_progress=False)
+    assert resumed.results[0].examples == CELLS[0][2]
     for n in names:
         same_weights(tmp_path / "whole" / n, tmp_path / "cut" / n)
+        a, b = (json.loads((d / n / "results.json").read_text()) for d in (tmp_path / "whole", tmp_path / "cut"))
+        assert (a["test"], a["best_val"], a["steps"]) == (b["test"], b["best_val"], b["steps"])
 
 
 @pytest.mark.parametrize("cells, cores, expect", [(1, 1, 1), (1, 16, 15), (3, 16, 5), (8, 16, 1), (32, 16, 1)])
