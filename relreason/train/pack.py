@@ -24,8 +24,9 @@ its losses back, so nothing runs on the device meanwhile).
 
 Numbers: on the CPU a packed cell trains its single run's weights bit for bit (the same code on the same
 numbers, tests/train/test_pack.py); on CUDA its captured step is its single captured run's. Resume: each cell
-resumes from its own `last/` (a kill stops every cell after its step, each saving `last/`); a pack resumed
-with other cells beside it is still each cell's own run.
+resumes from its own `last/` (Ctrl-C or SIGTERM stops every unfinished cell after its step, each saving `last/`;
+a cell that had reached its budget is finished and tested all the same); a pack resumed with other cells beside
+it is still each cell's own run.
 """
 
 from __future__ import annotations
