@@ -8,11 +8,8 @@
 #   tar xf /tmp/gc/results.tar -C results                 # then commit results/ (and delete the finished parked tars)
 #   scripts/gpu_cells.sh /tmp/gc --device cpu --quick     # the CPU smoke test (tests/test_gpu_cells.py)
 set -euo pipefail
-here="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:?usage: scripts/gpu_cells.sh OUT_DIR [--minutes M] [--measure] [--device cpu] [--quick]}"
 shift
-PY="${PYTHON:-python}"
-[ -x "$here/.venv/bin/python" ] && [ -z "${PYTHON:-}" ] && PY="$here/.venv/bin/python"
 mkdir -p "$out"
-cd "$here"
-PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" exec "$PY" scripts/gpu_cells.py --out "$out" "$@"
+out="$(cd "$out" && pwd)"  # the script runs from the checkout's root
+exec "$(dirname "$0")/from_checkout.sh" scripts/gpu_cells.py --out "$out" "$@"

@@ -83,19 +83,25 @@ def same_files(a: Path, b: Path, exact: bool) -> None:
         assert (ra["test"], ra["best_val"]) == (rb["test"], rb["best_val"])
 
 
-def spy_groups(monkeypatch) -> list[int]:
-    """Records the size of every seed group trained in this process."""
-    import relreason.train.seed_group as seed_group
-
+def spy_sizes(monkeypatch, module, name: str) -> list[int]:
+    """Records the number of runs of every call of `module.name` (its first argument: the members) in this
+    process."""
     sizes: list[int] = []
-    real = seed_group.train_members
+    real = getattr(module, name)
 
     def spy(members, *args, **kwargs):
         sizes.append(len(members))
         return real(members, *args, **kwargs)
 
-    monkeypatch.setattr(seed_group, "train_members", spy)
+    monkeypatch.setattr(module, name, spy)
     return sizes
+
+
+def spy_groups(monkeypatch) -> list[int]:
+    """Records the size of every seed group trained in this process."""
+    import relreason.train.seed_group as seed_group
+
+    return spy_sizes(monkeypatch, seed_group, "train_members")
 
 
 @pytest.mark.parametrize("strategy", ["loop", "vmap"])
@@ -243,15 +249,7 @@ def spy_packs(monkeypatch) -> list[int]:
     """The sizes of the packs trained (relreason.train.pack.train_pack), in order."""
     from relreason.train import pack
 
-    sizes: list[int] = []
-    real = pack.train_pack
-
-    def spy(members, *args, **kwargs):
-        sizes.append(len(members))
-        return real(members, *args, **kwargs)
-
-    monkeypatch.setattr(pack, "train_pack", spy)
-    return sizes
+    return spy_sizes(monkeypatch, pack, "train_pack")
 
 
 def test_pack_on_trains_the_cells_in_one_pack_each_as_alone(alone, tmp_path, monkeypatch):
