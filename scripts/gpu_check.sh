@@ -5,11 +5,7 @@
 #   scripts/gpu_check.sh results/gpu                 # on a CUDA machine (184 s on one H200, results/gpu/)
 #   scripts/gpu_check.sh /tmp/g --device cpu --quick # the CPU smoke test (tests/test_gpu_check.py)
 set -euo pipefail
-here="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:?usage: scripts/gpu_check.sh OUT_DIR [--device cpu] [--quick] [--steps N]}"
 shift
-PY="${PYTHON:-python}"
-[ -x "$here/.venv/bin/python" ] && [ -z "${PYTHON:-}" ] && PY="$here/.venv/bin/python"
 mkdir -p "$out"
-cd "$here"
-PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" exec "$PY" scripts/gpu_check.py --out "$out" --data-dir "$out/data" "$@"
+exec "$(dirname "$0")/from_checkout.sh" scripts/gpu_check.py --out "$out" --data-dir "$out/data" "$@"

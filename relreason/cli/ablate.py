@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich.markup import escape
 
-from relreason.cli.common import (JobsOpt, JsonOpt, LauncherOpt, MarginOpt, RerunStaleOpt, SeedBatchOpt,
+from relreason.cli.common import (JobsOpt, JsonOpt, LauncherOpt, MarginOpt, PackOpt, RerunStaleOpt, SeedBatchOpt,
                                   SeedStrategyOpt, ShardOpt, SlurmOpt, StatusOpt, WaitOpt, err, out, parse_seeds,
                                   report_errors, seeds_option)
 from relreason.cli.train import RecipeOpt, SetOpt
@@ -41,6 +41,7 @@ def ablate_cmd(
     shard: ShardOpt = None,
     seed_batch: SeedBatchOpt = "auto",
     seed_strategy: SeedStrategyOpt = "auto",
+    pack: PackOpt = "auto",
     partial: Annotated[bool, typer.Option("--partial", help="While cells are missing, still write the tables "
                                           "(as results.partial.*).")] = False,
     margin: MarginOpt = None,
@@ -74,7 +75,7 @@ def ablate_cmd(
     options = SweepOptions(tasks=tasks, seeds=parse_seeds("3" if seeds is None else seeds), recipe=recipe,
                            out=out_dir, sets=tuple(sets or ()), rerun_stale=rerun_stale, jobs=jobs, shard=shard,
                            seed_batch=seed_batch, seed_strategy=seed_strategy, margin=margin, partial=partial,
-                           launcher=launcher, slurm=slurm, wait=wait)
+                           launcher=launcher, slurm=slurm, wait=wait, pack=pack)
     if list_ablations:
         print_ablations(ablation_costs(name, options), as_json)
         return

@@ -204,6 +204,10 @@ SeedBatchOpt = Annotated[str, typer.Option("--seed-batch", help="Train the cells
 SeedStrategyOpt = Annotated[str, typer.Option("--seed-strategy", help="How a seed group shares its step: auto (vmap "
                                               "where it applies on a GPU, else loop), vmap, loop (each seed's own "
                                               "step, bit for bit its single run).")]
+PackOpt = Annotated[str, typer.Option("--pack", help="Train the cells in packs of up to 8 (any columns and tasks) in "
+                                      "one process, each its own run directory as if trained alone, their captured "
+                                      "steps on separate CUDA streams: auto (on CUDA; on CPU nothing changes), on, "
+                                      "off.")]
 LauncherOpt = Annotated[str, typer.Option("--launcher", help="Where the cells train: local (here), slurm (one job "
                                           "array through submitit, a seed group per job) or local-submitit (the "
                                           "same jobs as processes here).")]

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from relreason.cli.ablate import log_line, print_status, print_sweep
-from relreason.cli.common import (JobsOpt, JsonOpt, LauncherOpt, MarginOpt, RerunStaleOpt, SeedBatchOpt,
+from relreason.cli.common import (JobsOpt, JsonOpt, LauncherOpt, MarginOpt, PackOpt, RerunStaleOpt, SeedBatchOpt,
                                   SeedStrategyOpt, ShardOpt, SlurmOpt, StatusOpt, WaitOpt, err, out, parse_seeds,
                                   report_errors, seeds_option)
 from relreason.cli.train import RecipeOpt, SetOpt
@@ -39,6 +39,7 @@ def reproduce_cmd(
     shard: ShardOpt = None,
     seed_batch: SeedBatchOpt = "auto",
     seed_strategy: SeedStrategyOpt = "auto",
+    pack: PackOpt = "auto",
     no_train: Annotated[bool, typer.Option("--no-train", help="Train nothing: print the table of the cells "
                                            "finished so far.")] = False,
     costs: Annotated[Optional[Path], typer.Option("--costs", help="Measured cell costs (scripts/bench_reproduce.py).",
@@ -93,7 +94,7 @@ def reproduce_cmd(
     options = SweepOptions(tasks=tasks, seeds=(0, 1, 2) if seeds is None else seeds, recipe=recipe, out=out_dir,
                            sets=tuple(sets or ()), models=models, train=not no_train, rerun_stale=rerun_stale,
                            jobs=jobs, shard=shard, seed_batch=seed_batch, seed_strategy=seed_strategy,
-                           committed=committed, margin=margin, launcher=launcher, slurm=slurm, wait=wait)
+                           committed=committed, margin=margin, launcher=launcher, slurm=slurm, wait=wait, pack=pack)
     if status:
         print_status(sweep_status("table", table, options), as_json)
         return
@@ -115,12 +116,12 @@ def _verify(table: str, options, results: Path, validations: int, as_json: bool)
         from rich.table import Table
 
         t = Table(title=f"{table}: each cell's first validations re-trained with today's code")
-        for column in ("cell", "validations", "matches", "first difference", "stored code"):
+        for column in ("cell", "validations", "matches", "first difference", "stored code", "compared"):
             t.add_column(column)
         for r in rows:
             stored = r["stored_code"][-1] if r["stored_code"] else None
             t.add_row(r["cell"], str(r["validations"]), "yes" if r["matches"] else "NO", r["difference"] or "-",
-                      code_label(stored))
+                      code_label(stored), r["compared"])
         out.print(t, highlight=False, markup=False)
     failed = [r["cell"] for r in rows if not r["matches"]]
     if failed:

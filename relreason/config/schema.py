@@ -42,6 +42,12 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     threads: int = 0  # torch intra-op threads; 0 leaves torch's default
     precision: str = "fp32"  # fp32 | bf16: bf16 autocast of the training forward (weights, Adam, evaluation stay fp32)
+    # TF32 tensor-core products for float32 matmuls on CUDA (Ampere and later; no effect on CPU), training and
+    # evaluation. false: full float32, as on the CPU. The JAX reference may have run TF32: JAX's docs say "By default,
+    # JAX leans toward speed: float32 dot products may be computed with reduced-precision arithmetic internally
+    # (bfloat16 on TPU, TF32 on recent GPUs)" (docs.jax.dev/en/latest/201/precision.html, jax_default_matmul_precision);
+    # which JAX the papers ran is not recorded, so full float32 stays the default and TF32 is a declared option
+    tf32: bool = False
     lr_schedule: str = "constant"  # constant | cosine | linear (relreason.schedules): every paper reproduced here keeps lr constant
     warmup_examples: int = 0  # linear warm-up of lr over this many examples first; 0: none (no paper reproduced here warms up)
     min_lr: float = 0.0  # the rate cosine / linear decay reaches at train.train_examples; must stay 0 under constant
@@ -54,7 +60,7 @@ class TrainConfig:
     static_step: bool = False
     # CUDA graphs: the static step's forward and backward captured once per batch shape and replayed with
     # one launch (relreason.train.cuda_graphs); the same numbers to float rounding. CUDA, one process, one graph
-    # task, not seed groups; needs static_step
+    # task (a seed group's vmapped step too: one graph for the K seeds); needs static_step
     cuda_graph: bool = False
     # fine-tuning: the checkpoint (a run directory -> its best/, a checkpoint or `export --hub` folder) whose
     # weights start the run instead of a fresh initialisation, loaded strictly; null: a fresh start

@@ -23,6 +23,13 @@ def autocast(precision: str, device: torch.device):
     return torch.autocast(device.type, dtype=torch.bfloat16)
 
 
+def set_tf32(tf32: bool) -> None:
+    """train.tf32: float32 matrix products (and cuDNN convolutions) on CUDA through TF32 tensor cores, or in
+    full float32 (the default, as on the CPU). Process-wide (torch's backend flags)."""
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+
+
 def float32_apply(apply: Callable[..., Any], *args: Any) -> Any:
     """`apply(*args)` (a custom Function's apply), in float32 when autocast is on; as is otherwise."""
     device = next((a.device.type for a in args if isinstance(a, torch.Tensor)), "cpu")

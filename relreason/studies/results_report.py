@@ -46,9 +46,11 @@ def verification(code: list[dict] | None, verified: dict | None, today: str) -> 
     """What RESULTS.md says of a cell's code: re-trained by `reproduce --verify` (with which code, and whether
     its first validations came out the same), or not, flagged where the cell's code is not today's."""
     if verified is not None:
+        # which comparison it was: on the device kind the cell was made on, or on the CPU within tolerances
+        how = f" ({verified['compared']})" if verified.get("compared") else ""
         if verified["matches"]:
-            return f"same first {verified['validations']} validations with {code_label(verified['code'])}"
-        return f"**differs** with {code_label(verified['code'])}: {verified['difference']}"
+            return f"same first {verified['validations']} validations with {code_label(verified['code'])}{how}"
+        return f"**differs** with {code_label(verified['code'])}{how}: {verified['difference']}"
     if not code:
         return "not yet; **its code is not recorded**"
     if any(c.get("source") != today for c in code):

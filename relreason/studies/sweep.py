@@ -26,7 +26,7 @@ from relreason.studies.costs import costs_file, estimate_cells, hours, read_cost
 from relreason.studies.launch import cell_status, launch_for
 from relreason.studies.report import write_tables
 from relreason.studies.tables import TABLES
-from relreason.studies.training import run_cells
+from relreason.studies.training import pack_size, run_cells
 from relreason.studies.variants import Study
 from relreason.tasks import TASKS, expand_tasks
 
@@ -55,6 +55,7 @@ class SweepOptions:
     launcher: str = "local"  # local, slurm or local-submitit (relreason.studies.launch)
     slurm: str | None = None  # "key=value,..." of each job (relreason.studies.launch.parse_slurm)
     wait: bool = False  # with a submitit launcher: wait for the jobs to end
+    pack: str = "auto"  # auto | on | off: cells in packs of any column and task, one process each (auto: on CUDA)
     show_progress: bool = field(default=True, compare=False)  # progress bars on stderr
 
 
@@ -79,7 +80,10 @@ def run_study(study: Study, options: SweepOptions = SweepOptions(), log: Callabl
 
     `options.committed` (a `relreason results` directory): a cell whose finished result is committed there
     under the cell's config (relreason.studies.cells.committed_result) counts as done: it is not trained again
-    (its run directory under `out` is left as it is), and its record is read from there."""
+    (its run directory under `out` is left as it is), and its record is read from there.
+
+    `options.pack` (auto | on | off, relreason.studies.training.pack_size): the cells train in packs of cells of
+    any column and task, one process each (relreason.train.pack), instead of seed groups; auto packs on CUDA."""
     o = options
     if o.jobs < 1:
         raise RelreasonError(f"--jobs {o.jobs} must be at least 1", "e.g. --jobs 2")
@@ -92,6 +96,10 @@ def run_study(study: Study, options: SweepOptions = SweepOptions(), log: Callabl
     strategy = check_seed_strategy(o.seed_strategy)
     seed_batch = parse_seed_batch(o.seed_batch)
     groups = seed_groups(cells, default_seed_batch(cells, len(o.seeds)) if seed_batch is None else seed_batch)
+    pack = pack_size(o.pack, cells)
+    if launch is not None and pack:
+        raise RelreasonError("--pack trains its cells in this process; a launcher submits them as jobs",
+                             "give --pack off with --launcher, or train here (--launcher local)")
     submitted: list[dict] = []
     if o.train:
         mine_groups = shard_cells(groups, shard)
@@ -119,7 +127,7 @@ def run_study(study: Study, options: SweepOptions = SweepOptions(), log: Callabl
                 study.name, _device_text(todo[0][0]) if launch is None else f"{o.launcher} jobs"))
         if launch is None:
             try:
-                run_cells(study.name, todo, len(mine), o.jobs, o.show_progress, log, strategy)
+                run_cells(study.name, todo, len(mine), o.jobs, o.show_progress, log, strategy, pack)
             except KeyboardInterrupt:
                 log(f"{study.name}: interrupted; {resume_text()}")
                 raise
@@ -175,7 +183,8 @@ def default_seed_batch(cells: list, seeds: int) -> int:
     (one vmapped step for the group), 1 on CPU, where a group measured no faster than its cells one after
     another (the loop, ~1.0x; vmap slower: scripts/bench_seeds.py, in costs.json) and would hold its K models
     at once and finish none of its cells before the last; also 1 for cells captured as CUDA graphs
-    (train.cuda_graph), which seed groups do not run (and which were faster alone: results/gpu)."""
+    (train.cuda_graph): on the H200 a captured single run outran every uncaptured group (results/gpu), and
+    captured seed groups are not measured yet, so the default keeps what was measured (`--pack` packs them)."""
     from relreason.models.build import resolve_device
 
     if not cells or resolve_device(cells[0].config.train.device).type == "cpu" or cells[0].config.train.cuda_graph:

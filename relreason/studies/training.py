@@ -33,10 +33,12 @@ def train_cell(cell: Cell, show_progress: bool = False, log: Callable[[str], Non
 
 
 def train_group(cells: list[Cell], strategy: str = "auto", show_progress: bool = False,
-                log: Callable[[str], None] = print, command: str | None = None) -> list[str]:
+                log: Callable[[str], None] = print, command: str | None = None, pack: bool = False,
+                packs: list | None = None) -> list[str]:
     """Claims each cell of a seed group with its run lock, as a single run would, and trains the claimed
     cells that have no results yet as one seed group (one cell: its single run); returns each cell's
-    status as `train_cell` does (`command` too)."""
+    status as `train_cell` does (`command` too). `pack`: the cells (of any columns and tasks) train as one
+    pack instead (relreason.train.pack), its PackResult appended to `packs` when given."""
     from relreason.runtime import RunLock
 
     status: dict[int, str] = {}
@@ -59,9 +61,9 @@ def train_group(cells: list[Cell], strategy: str = "auto", show_progress: bool =
             claimed.append((k, c, lock, state))
         if claimed:
             interrupted = _train_claimed([(c, lock, state) for _, c, lock, state in claimed], strategy,
-                                         show_progress, log, command or cli_command())
-            for k, *_ in claimed:
-                status[k] = "interrupted" if interrupted else "trained"
+                                         show_progress, log, command or cli_command(), pack, packs)
+            for (k, *_), stopped in zip(claimed, interrupted):
+                status[k] = "interrupted" if stopped else "trained"
     finally:
         for _, _, lock, _ in claimed:
             lock.release()
@@ -69,10 +71,12 @@ def train_group(cells: list[Cell], strategy: str = "auto", show_progress: bool =
 
 
 def _train_claimed(claimed: list, strategy: str, show_progress: bool, log: Callable[[str], None],
-                   command: str | None) -> bool:
-    """Trains claimed (cell, lock, state) of one group; True when interrupted."""
+                   command: str | None, pack: bool = False, packs: list | None = None) -> list[bool]:
+    """Trains claimed (cell, lock, state) of one group (`pack`: one pack); whether each was interrupted (a
+    pack's cell that reached its budget before the stop is finished and tested: relreason.train.pack)."""
     from relreason.tracking import RunAbout
     from relreason.train import run
+    from relreason.train.pack import train_pack
     from relreason.train.resume import resume_config
     from relreason.train.seed_group import train_members
 
@@ -81,42 +85,79 @@ def _train_claimed(claimed: list, strategy: str, show_progress: bool, log: Calla
         cfg = c.config
         if state == "partial":  # the stored config (the same cell; it may differ in machine-only keys)
             t = c.config.train
-            cfg = resume_config(c.run_dir, [f"train.device={t.device}", f"train.threads={t.threads}"])
+            machine = [f"train.device={t.device}", f"train.threads={t.threads}"]
+            if pack:  # a cell parked by a CPU lane continues captured on a GPU (scripts/gpu_cells.sh), and back
+                machine += [f"train.static_step={t.static_step}", f"train.cuda_graph={t.cuda_graph}"]
+            cfg = resume_config(c.run_dir, machine)
         configs.append(cfg)
     abouts = [RunAbout(cell_label(c), group=c.study or None, job_type=c.variant.label) for c, _, _ in claimed]
     hint = "the study's command" if command is None else command  # a cell resumes with its study
+    if pack:
+        packed = train_pack(configs, [c.run_dir for c, _, _ in claimed], [state == "partial" for *_, state in claimed],
+                            show_progress, command, log, [lock for _, lock, _ in claimed], abouts, resume_hint=hint)
+        if packs is not None:
+            packs.append(packed)
+        return [r.interrupted for r in packed.results]
     if len(claimed) == 1:
         c, lock, state = claimed[0]
-        return run(configs[0], out=c.directory, name=CELL_RUN, resume=state == "partial", show_progress=show_progress,
-                   command=command, log=log, lock=lock, about=abouts[0], resume_hint=hint).interrupted
+        return [run(configs[0], out=c.directory, name=CELL_RUN, resume=state == "partial", show_progress=show_progress,
+                    command=command, log=log, lock=lock, about=abouts[0], resume_hint=hint).interrupted]
     results = train_members(configs, [c.run_dir for c, _, _ in claimed], [state == "partial" for *_, state in claimed],
                             show_progress, command, log, strategy, [lock for _, lock, _ in claimed], abouts, hint)
-    return any(r.interrupted for r in results)
+    return [any(r.interrupted for r in results)] * len(results)  # a group stops together
 
 
 def group_label(cells: list[Cell]) -> str:
-    """"rt / bfs / seed 0" for one cell, "rt / bfs / seeds 0, 1, 2" for a group."""
+    """"rt / bfs / seed 0" for one cell, "rt / bfs / seeds 0, 1, 2" for a group, "pack of 2 cells: ..." for a
+    pack of several columns or tasks."""
     if len(cells) == 1:
         return cell_label(cells[0])
     c = cells[0]
+    if any((x.variant.label, x.task) != (c.variant.label, c.task) for x in cells):  # a pack (relreason.train.pack)
+        return f"pack of {len(cells)} cells: " + "; ".join(cell_label(x) for x in cells)
     return f"{c.variant.label} / {c.task} / seeds {', '.join(str(x.seed) for x in cells)}"
 
 
+PACK_SIZE = 8  # cells per pack (relreason.train.pack): issue 38 measures K = 1, 8, 16, 32 (scripts/gpu_cells.py)
+PACK_CHOICES = ("auto", "on", "off")
+
+
+def pack_size(pack: str, cells: list) -> int:
+    """`--pack`: the cells per pack (0: no packing). auto packs on CUDA (one cell uses a sliver of the GPU and
+    separate processes barely help: results/gpu) and not on the CPU, where nothing changes; on packs anywhere."""
+    from relreason.models.build import resolve_device
+
+    if pack not in PACK_CHOICES:
+        raise RelreasonError(f"--pack {pack!r} is not one of {', '.join(PACK_CHOICES)}", "e.g. --pack auto")
+    if pack == "off" or not cells or (pack == "auto" and resolve_device(cells[0].config.train.device).type != "cuda"):
+        return 0
+    return PACK_SIZE
+
+
+def pack_groups(todo: list[list[Cell]], size: int) -> list[list[Cell]]:
+    """The cells of `todo`, in order, cut into packs of at most `size` cells (relreason.train.pack)."""
+    cells = [c for g in todo for c in g]
+    return [cells[i:i + size] for i in range(0, len(cells), size)]
+
+
 def run_cells(name: str, todo: list[list[Cell]], total: int, jobs: int, show_progress: bool,
-              log: Callable[[str], None], strategy: str = "auto") -> None:
+              log: Callable[[str], None], strategy: str = "auto", pack: int = 0) -> None:
     """Trains the seed groups `todo` of the study `name` (`total` cells in this sweep, for progress), in
-    this process or in `jobs` worker processes, each training one group at a time."""
+    this process or in `jobs` worker processes, each training one group at a time. `pack` > 0: the cells
+    train instead in packs of up to that many cells, one process each (relreason.train.pack)."""
+    if pack:
+        todo = pack_groups(todo, pack)
     if jobs == 1:
-        _train_here(name, todo, total, show_progress, log, strategy)
+        _train_here(name, todo, total, show_progress, log, strategy, bool(pack))
     else:
-        _train_in_workers(name, todo, total, jobs, show_progress, log, strategy)
+        _train_in_workers(name, todo, total, jobs, show_progress, log, strategy, bool(pack))
 
 
 _SKIPPED = {"held": "another process trains it; skipped", "stale": "its directory holds another configuration; skipped"}
 
 
 def _train_here(name: str, todo: list[list[Cell]], total: int, show_progress: bool, log: Callable[[str], None],
-                strategy: str) -> None:
+                strategy: str, pack: bool = False) -> None:
     from relreason.runtime import progress
 
     cells = sum(len(g) for g in todo)
@@ -126,7 +167,7 @@ def _train_here(name: str, todo: list[list[Cell]], total: int, show_progress: bo
             resuming = [c for c in group if cell_state(c) == "partial"]
             which = "" if len(group) == 1 else " " + ", ".join(f"seed {c.seed}" for c in resuming)
             log(f"{name}: {group_label(group)}" + (f" (resuming{which})" if resuming else ""))
-            statuses = train_group(group, strategy, show_progress, log)
+            statuses = train_group(group, strategy, show_progress, log, pack=pack)
             if "interrupted" in statuses:
                 raise KeyboardInterrupt
             for c, status in zip(group, statuses):
@@ -137,7 +178,7 @@ def _train_here(name: str, todo: list[list[Cell]], total: int, show_progress: bo
 
 
 def _train_in_workers(name: str, todo: list[list[Cell]], total: int, jobs: int, show_progress: bool,
-                      log: Callable[[str], None], strategy: str) -> None:
+                      log: Callable[[str], None], strategy: str, pack: bool = False) -> None:
     """Trains the groups `todo` in `jobs` worker processes, at most `jobs` groups at a time (so the running
     ones are exactly those submitted), with one progress display: cells done / total and the running groups."""
     import multiprocessing
@@ -157,7 +198,7 @@ def _train_in_workers(name: str, todo: list[list[Cell]], total: int, jobs: int, 
         while (queue or running) and not interrupted:
             while queue and len(running) < jobs and failure is None:
                 g = queue.pop(0)
-                running[pool.submit(_worker_group, g, strategy)] = g
+                running[pool.submit(_worker_group, g, strategy, pack)] = g
                 log(f"{name}: started {group_label(g)} ({len(running)} running)")
             if not running:
                 break
@@ -205,12 +246,12 @@ def _worker_start(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def _worker_group(cells: list[Cell], strategy: str) -> list[str]:
+def _worker_group(cells: list[Cell], strategy: str, pack: bool = False) -> list[str]:
     """One seed group in a worker: Ctrl-C now stops its runs after their step, with a checkpoint."""
     import signal
 
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        return train_group(cells, strategy, show_progress=False, log=lambda m: None)
+        return train_group(cells, strategy, show_progress=False, log=lambda m: None, pack=pack)
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)

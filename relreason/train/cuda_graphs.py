@@ -20,7 +20,13 @@ in any order. Each replay:
 The numbers are the uncaptured static step's, to float rounding (same kernels; the capture fixes which).
 What cannot be captured is refused with one line when the step is first built: a CPU device, several
 processes, a multi-task or text workload, a processor dropout (torch's global generator: other numbers
-than the uncaptured run's), seed groups (relreason.train.seed_group).
+than the uncaptured run's).
+
+A seed group's vmapped step (relreason.train.seed_group) is captured the same way (`grouped=True`): its
+input is the members' batches stacked on the seed axis (padded to the group's largest shapes before the
+copy, so the graphs are keyed by the group's padded shapes, as few as one run's), its noise one tape per
+member (each member's draws, from its own noise), its loss the (K,) losses, and `params` every member's
+parameters: one graph replays the K forwards and backwards.
 
 `replay="eager"` re-runs the recorded step instead of replaying a graph: the staging above, without CUDA,
 so that the CPU suite checks that a captured run trains the uncaptured run's weights exactly.
@@ -39,14 +45,20 @@ from relreason.models.noise import Tape
 
 
 def signature(batch) -> tuple:
-    """What a graph is keyed by: every tensor's name, shape and dtype (relreason.models.batch.Batch)."""
+    """What a graph is keyed by: every tensor's name, shape and dtype (a relreason.models.batch.Batch, or a
+    seed group's stacked batches: relreason.train.seed_group.stack_batches' dict)."""
     return tuple((name, tuple(t.shape), t.dtype) for name, t in _tensors(batch))
 
 
 def _tensors(batch) -> list[tuple[str, torch.Tensor]]:
-    out = [("lengths", batch.lengths), ("node_mask", batch.node_mask)]
+    if isinstance(batch, dict):  # stacked: {"inputs": {...}, ..., "lengths": t, "node_mask": t}
+        get = batch.__getitem__
+    else:
+        def get(name):
+            return getattr(batch, name)
+    out = [("lengths", get("lengths")), ("node_mask", get("node_mask"))]
     for group in ("inputs", "hints", "outputs"):
-        out += [(f"{group}.{k}", v) for k, v in sorted(getattr(batch, group).items())]
+        out += [(f"{group}.{k}", v) for k, v in sorted(get(group).items())]
     return out
 
 
@@ -54,15 +66,17 @@ def _clone(batch):
     """A batch whose tensors are fresh copies: the graph's input tensors, refilled before each replay."""
     import dataclasses
 
-    return dataclasses.replace(batch, **{g: {k: v.clone() for k, v in getattr(batch, g).items()}
-                                         for g in ("inputs", "hints", "outputs")},
-                               lengths=batch.lengths.clone(), node_mask=batch.node_mask.clone())
+    groups = {g: {k: v.clone() for k, v in (batch[g] if isinstance(batch, dict) else getattr(batch, g)).items()}
+              for g in ("inputs", "hints", "outputs")}
+    if isinstance(batch, dict):
+        return {**groups, "lengths": batch["lengths"].clone(), "node_mask": batch["node_mask"].clone()}
+    return dataclasses.replace(batch, **groups, lengths=batch.lengths.clone(), node_mask=batch.node_mask.clone())
 
 
 @dataclass
 class _Graph:
-    batch: Any  # the captured step's input tensors (a Batch)
-    tape: Tape  # its noise buffers
+    batch: Any  # the captured step's input tensors (a Batch, or a seed group's stacked dict)
+    tapes: list[Tape]  # its noise buffers (one per seed-group member)
     run: Callable[[], tuple[torch.Tensor, list[torch.Tensor | None]]]  # replays; returns (loss, grads)
 
 
@@ -70,51 +84,61 @@ class CapturedStep:
     """Forward and backward of one-process training, replayed from CUDA graphs (module docstring).
 
     `loss_fn(batch, noise)` is the step's loss (the workload's, under the run's precision); `params` the
-    model's parameters, whose `.grad` each call sets."""
+    model's parameters, whose `.grad` each call sets. `grouped`: a seed group's step, called with the stacked
+    batches and the members' noises (a list), `loss_fn` returning the (K,) losses."""
 
     def __init__(self, loss_fn: Callable, params: list[torch.nn.Parameter], device: torch.device,
-                 replay: str = "cuda"):
+                 replay: str = "cuda", grouped: bool = False):
         if replay not in ("cuda", "eager"):
             raise ValueError(f"replay must be 'cuda' or 'eager', got {replay!r}")
         self.loss_fn, self.params, self.device, self.replay = loss_fn, list(params), device, replay
+        self.grouped = grouped
         self.graphs: dict[tuple, _Graph] = {}
 
     def __call__(self, batch, noise) -> torch.Tensor:
-        """The loss of one step (a tensor on the device); the parameters' `.grad` hold its gradients."""
+        """The loss of one step (a tensor on the device; (K,) grouped); the parameters' `.grad` hold its
+        gradients."""
+        noises = list(noise) if self.grouped else [noise]
         key = signature(batch)
         g = self.graphs.get(key)
         if g is None:
-            g = self.graphs[key] = self._capture(batch, noise)
+            g = self.graphs[key] = self._capture(batch, noises)
         new = dict(_tensors(batch))
         for name, t in _tensors(g.batch):
             t.copy_(new[name])
-        g.tape.refill(noise)
+        for tape, n in zip(g.tapes, noises):
+            tape.refill(n)
         loss, grads = g.run()
         for p, grad in zip(self.params, grads):
             p.grad = grad
         return loss
 
-    def _forward_backward(self, batch, noise) -> tuple[torch.Tensor, list[torch.Tensor | None]]:
+    def _forward_backward(self, batch, noises) -> tuple[torch.Tensor, list[torch.Tensor | None]]:
         for p in self.params:
             p.grad = None
-        loss = self.loss_fn(batch, noise)
-        loss.backward()
+        loss = self.loss_fn(batch, noises) if self.grouped else self.loss_fn(batch, noises[0])
+        # a group's members are independent: the backward of their sum gives each its own gradients
+        (loss.sum() if self.grouped else loss).backward()
         # detached: a live autograd graph would keep the parameters' AccumulateGrad nodes, made on another
         # stream, alive into the next capture, which CUDA then refuses (a capture must not wait on the
         # legacy stream)
         return loss.detach(), [p.grad for p in self.params]
 
-    def _capture(self, batch, noise) -> _Graph:
-        static, tape = _clone(batch), Tape()
-        taped = noise.taped(tape)
+    def _capture(self, batch, noises: list) -> _Graph:
+        static, tapes = _clone(batch), [Tape() for _ in noises]
+        taped = [n.taped(t) for n, t in zip(noises, tapes)]
+
+        def serve():
+            for t in tapes:
+                t.serve()
         if self.replay == "eager":
             self._forward_backward(static, taped)  # records the draws
-            tape.serve()
+            serve()
 
             def again():
-                tape.serve()
+                serve()
                 return self._forward_backward(static, taped)
-            return _Graph(static, tape, again)
+            return _Graph(static, tapes, again)
         # warm-up on a side stream (the CUDA graph recipe: lazy handles and autograd state are made outside
         # the capture), the first run recording the draws; the parameters' gradients are discarded
         torch.cuda.synchronize(self.device)  # nothing of earlier steps still runs on another stream
@@ -122,22 +146,22 @@ class CapturedStep:
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(side):
             self._forward_backward(static, taped)
-            tape.serve()
+            serve()
             for _ in range(2):
-                tape.serve()
+                serve()
                 self._forward_backward(static, taped)
         torch.cuda.current_stream(self.device).wait_stream(side)
         for p in self.params:
             p.grad = None
         graph = torch.cuda.CUDAGraph()
-        tape.serve()
+        serve()
         with torch.cuda.graph(graph):
             loss, grads = self._forward_backward(static, taped)
 
         def replay():
             graph.replay()
             return loss, grads
-        return _Graph(static, tape, replay)
+        return _Graph(static, tapes, replay)
 
 
 def check_capturable(cfg, device: torch.device, world: int, workload) -> None:

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from relreason.config import Config
 from relreason.errors import RelreasonError
+from relreason.models.precision import set_tf32
 from relreason.runtime import RunLock, keep_freed_memory
 from relreason.tracking import RunAbout, check_trackers
 from relreason.train.claim import claim
@@ -85,6 +86,7 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
         run_dir = Path(out) / dd.broadcast(default_run_name(cfg) if name is None else name)
         with claim(run_dir, resume, dd, lock):
             dd.set_threads(cfg.train.threads)
+            set_tf32(cfg.train.tf32)
             workload = build_workload(cfg, dd.device)
             session = None
             try:

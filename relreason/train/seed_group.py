@@ -18,6 +18,10 @@ run writes. Only the step's forward and backward are shared, in one of two ways 
 - `loop`: the K steps one after the other, each the single run's own code (for what vmap cannot
   run: multi-task workloads, text models, sparse graphs, several processes), bit for bit its single run.
 
+With `train.cuda_graph` either is replayed from CUDA graphs (relreason.train.cuda_graphs): the vmapped step
+as one graph per padded batch shape for the K seeds, the loop each member's own captured step, on its own
+CUDA stream (so the K members' kernels overlap; relreason.train.pack packs cells of different tasks so).
+
 `auto` (the default) is vmap on an accelerator where every member allows it, and the loop on CPU, where
 the vmapped step measured slower than K single runs (scripts/bench_seeds.py; ratios in
 relreason/studies/costs.json).
@@ -41,7 +45,7 @@ import json
 import math
 import sys
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +54,7 @@ import torch
 from relreason.config import Config
 from relreason.errors import RelreasonError
 from relreason.models.noise import Noise
+from relreason.models.precision import set_tf32
 from relreason.runtime import RunLock, keep_freed_memory, progress
 from relreason.train.claim import claim
 from relreason.train.loop import check_run_name, default_run_name
@@ -164,31 +169,63 @@ def train_members(members: list[Config], run_dirs: list[Path], resume: list[bool
     and variant), as `relreason.train.run`'s `about`. `resume_hint`: what continues the group when it is
     interrupted (a study's: its command)."""
     from relreason.protocol import setting_identity
-    from relreason.train.distributed import Distributed
-    from relreason.train.workloads import build_workload
 
-    from relreason.tracking import check_trackers
-
-    log = log or (lambda msg: print(msg, file=sys.stderr))
     strategy = Strategy(strategy)
-    for c in members:
-        check_trackers(c.train.log)  # a missing tracker package fails before anything is claimed
     if len({json.dumps(setting_identity(c.to_dict()), sort_keys=True) for c in members}) > 1:
         raise RelreasonError("a seed group's members must differ in their seed alone",
                              "group the runs of one configuration")
-    if members[0].train.cuda_graph:
-        raise RelreasonError("a seed group does not capture CUDA graphs (train.cuda_graph)",
-                             "train the seeds one at a time with train.cuda_graph, or the group without it")
-    keep_freed_memory()
-    with Distributed.start(members[0].train.device) as dd, ExitStack() as stack:
-        if dd.world > 1:
-            raise RelreasonError("a seed group trains in one process", "run it without torchrun")
-        want_vmap = strategy is Strategy.VMAP or (strategy is Strategy.AUTO and dd.device.type != "cpu")
-        if want_vmap:
+
+    def before_build(dd) -> None:
+        if strategy is Strategy.VMAP or (strategy is Strategy.AUTO and dd.device.type != "cpu"):
             for c in members:  # what the vmapped step runs, recorded (a single-run twin sets it too)
                 if not c.train.static_step:
                     c.train = dataclasses.replace(c.train, static_step=True)
                     c.sources["train.static_step"] = "seed group (vmap)"
+
+    with claimed_sessions(members, run_dirs, resume, command, log, locks, abouts, "a seed group",
+                          before_build) as (sessions, dd):
+        want_vmap = strategy is Strategy.VMAP or (strategy is Strategy.AUTO and dd.device.type != "cpu")
+        problems = sorted({p for s in sessions for p in vmap_problems(s.cfg, s.wl, dd.world)})
+        if strategy is Strategy.VMAP and problems:
+            raise RelreasonError(f"this seed group cannot run vmapped: {'; '.join(problems)}",
+                                 "use the loop strategy (--seed-strategy loop)")
+        use_vmap = want_vmap and not problems
+        if not use_vmap:
+            for s, c in zip(sessions, members):  # the loop runs each member's own step: as configured
+                if c.sources.get("train.static_step") == "seed group (vmap)":
+                    c.train = dataclasses.replace(c.train, static_step=False)
+                    del c.sources["train.static_step"]
+                    s.cfg, s.wl.cfg = c, c
+        for s, again in zip(sessions, resume):
+            s.open(again)
+        return train_and_test(SeedGroup(sessions, use_vmap, capture=members[0].train.cuda_graph,
+                                        resume_hint=resume_hint), show_progress, log or _stderr)
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+@contextmanager
+def claimed_sessions(members: list[Config], run_dirs: list[Path], resume: list[bool], command: str | None, log,
+                     locks: list[RunLock] | None, abouts: list | None, what: str, before_build=None):
+    """Claims each member's run directory (its lock, or `locks[k]` already held), builds its workload and
+    `Session` in one process, and yields (sessions, dd); closes their trackers and workloads on the way out.
+    `what` names the group in errors ("a seed group", "a pack"); `before_build(dd)` may adjust the configs
+    once the device is known. Shared by seed groups and packs (relreason.train.pack)."""
+    from relreason.tracking import check_trackers
+    from relreason.train.distributed import Distributed
+    from relreason.train.workloads import build_workload
+
+    log = log or _stderr
+    for c in members:
+        check_trackers(c.train.log)  # a missing tracker package fails before anything is claimed
+    keep_freed_memory()
+    with Distributed.start(members[0].train.device) as dd, ExitStack() as stack:
+        if dd.world > 1:
+            raise RelreasonError(f"{what} trains in one process", "run it without torchrun")
+        if before_build is not None:
+            before_build(dd)
         sessions, workloads = [], []
         try:
             for k, (c, run_dir) in enumerate(zip(members, run_dirs)):
@@ -198,28 +235,11 @@ def train_members(members: list[Config], run_dirs: list[Path], resume: list[bool
                 sessions.append(Session(c, Path(run_dir), wl, command, log, False, dd))
                 sessions[-1].about = None if abouts is None else abouts[k]
             dd.set_threads(members[0].train.threads)
-            problems = sorted({p for c, wl in zip(members, workloads) for p in vmap_problems(c, wl, dd.world)})
-            if strategy is Strategy.VMAP and problems:
-                raise RelreasonError(f"this seed group cannot run vmapped: {'; '.join(problems)}",
-                                     "use the loop strategy (--seed-strategy loop)")
-            use_vmap = want_vmap and not problems
-            if not use_vmap:
-                for s, c in zip(sessions, members):  # the loop runs each member's own step: as configured
-                    if c.sources.get("train.static_step") == "seed group (vmap)":
-                        c.train = dataclasses.replace(c.train, static_step=False)
-                        del c.sources["train.static_step"]
-                        s.cfg, s.wl.cfg = c, c
-            for s, again in zip(sessions, resume):
-                s.open(again)
-            group = SeedGroup(sessions, use_vmap, resume_hint)
-            interrupted = group.train(show_progress, log)
-            results = []
-            for s in sessions:
-                r = s.result(interrupted)
-                if not interrupted:
-                    s.final_test(r)
-                results.append(r)
-            return results
+            if len({c.train.tf32 for c in members}) > 1:
+                raise RelreasonError(f"{what}'s runs must agree on train.tf32 (a process-wide setting)",
+                                     "train the runs with and without TF32 apart")
+            set_tf32(members[0].train.tf32)
+            yield sessions, dd
         finally:
             for s in sessions:
                 s.tracker.close()
@@ -227,56 +247,136 @@ def train_members(members: list[Config], run_dirs: list[Path], resume: list[bool
                 wl.close()
 
 
+def train_and_test(group: "SeedGroup", show_progress: bool, log) -> list:
+    """Trains the group's opened sessions to their budgets, then tests each one's best checkpoint; returns each
+    session's RunResult. When interrupted, the sessions that had reached their budget before the stop (a pack's
+    cells finish at different steps) are finished and tested all the same; the others are interrupted."""
+    interrupted = group.train(show_progress, log)
+    results = []
+    for s in group.sessions:
+        stopped = interrupted and s.state["examples"] < s.cfg.train.train_examples
+        r = s.result(stopped)
+        if not stopped:
+            s.final_test(r)
+        results.append(r)
+    return results
+
+
 class SeedGroup:
     """The members' shared step loop (module docstring). `step(step)` is the shape-static step: forward,
-    backward, each member's clipping and Adam, with nothing read back to the host."""
+    backward, each member's clipping and Adam, with nothing read back to the host.
 
-    def __init__(self, sessions: list, use_vmap: bool, resume_hint: str = "--resume"):
-        self.sessions, self.use_vmap, self.resume_hint = sessions, use_vmap, resume_hint
+    `capture` (train.cuda_graph): the vmapped step is replayed from CUDA graphs (relreason.train.cuda_graphs,
+    one `CapturedStep` grouped per set of members stepping together, a graph per padded batch shape); the
+    loop replays each member's own captured step. On CUDA the loop runs each member on its own stream (a pack
+    of cells: relreason.train.pack), so their kernels overlap. `REPLAY` "eager" re-runs the recorded step
+    in place of the replay (the CPU suite's stand-in, as for one run)."""
+
+    REPLAY = "cuda"
+
+    def __init__(self, sessions: list, use_vmap: bool, capture: bool = False, label: str | None = None,
+                 resume_hint: str = "--resume"):
+        self.sessions, self.use_vmap, self.capture, self.label = sessions, use_vmap, capture, label
+        self.resume_hint = resume_hint  # what continues the group when it is interrupted (a study's: its command)
+        self.data_seconds = self.step_seconds = 0.0
+        self._captured: dict[tuple, object] = {}  # (member ids) -> its CapturedStep
+        self.device = device = next(sessions[0].wl.model.parameters()).device
+        if self.REPLAY == "cuda":
+            from relreason.train.cuda_graphs import check_capturable
+
+            for s in sessions:
+                if self._captures(s):
+                    check_capturable(s.cfg, s.dd.device, s.dd.world, s.wl)
+        self.streams = {id(s): torch.cuda.Stream(device) for s in sessions} \
+            if device.type == "cuda" and not use_vmap and len(sessions) > 1 else {}
+
+    @property
+    def graphs(self) -> int:
+        """The CUDA graphs captured so far (one per batch shape and set of members stepping together)."""
+        return sum(len(c.graphs) for c in self._captured.values())
+
+    def _captures(self, s) -> bool:
+        """Whether member `s`'s step is replayed: the group's capture, or (a pack's cells) its own config's."""
+        return self.capture or s.cfg.train.cuda_graph
 
     # -- one step ----------------------------------------------------------------------------------
 
-    def batches(self, members: list, step: int) -> list:
-        """Each member's parts of `step`, built exactly as its single run builds them."""
-        return [s.wl.step_batches(step) for s in members]
+    def batches(self, members: list, step: int | None = None) -> list:
+        """Each member's parts of its next step (`step`, or each member's own), built exactly as its single
+        run builds them."""
+        return [s.wl.step_batches(s.state["step"] if step is None else step) for s in members]
 
-    def step(self, members: list, parts: list, step: int) -> torch.Tensor:
+    def captured(self, members: list, spec=None):
+        """The CapturedStep of `members` stepping together (vmapped: one grouped step of batches of `spec`;
+        loop: one member's)."""
+        key = tuple(id(s) for s in members)
+        if key not in self._captured:
+            if self.use_vmap:
+                from relreason.train.cuda_graphs import CapturedStep
+
+                models = [s.wl.model for s in members]
+
+                def loss_fn(stacked, noises):
+                    return stacked_losses(models, spec, stacked, noises)
+                params = [p for m in models for p in m.parameters()]
+                self._captured[key] = CapturedStep(loss_fn, params, self.device, self.REPLAY, grouped=True)
+            else:
+                self._captured[key] = members[0].captured_step(self.REPLAY)
+        return self._captured[key]
+
+    def step(self, members: list, parts: list, step: int | None = None) -> torch.Tensor:
         """One update of every member in `members` from its `parts`; returns the (K,) losses (on the
         device, not read back)."""
         for s in members:
             s.opt.zero_grad(set_to_none=True)
         if self.use_vmap:
-            losses = vmapped_losses([s.wl.model for s in members], [p[0] for p in parts])  # (K,)
-            losses.sum().backward()  # the members' losses are independent: each gets its own gradient
+            if self.capture:  # stacked (and padded) outside the graph: its inputs are the stacked tensors
+                losses = self.captured(members, parts[0][0].batch.spec)(stack_batches([p[0].batch for p in parts]),
+                                                [p[0].noise for p in parts])  # (K,); the .grad are set
+            else:
+                losses = vmapped_losses([s.wl.model for s in members], [p[0] for p in parts])  # (K,)
+                losses.sum().backward()  # the members' losses are independent: each gets its own gradient
             for s in members:
                 s.update()
             return losses.detach()
         out = []
+        here = torch.cuda.current_stream(self.device) if self.streams else None
         for s, member_parts in zip(members, parts):  # each member's own step, as its single run
-            values = []
-            for part in member_parts:
-                s.opt.zero_grad(set_to_none=True)
-                loss, _ = s.wl.loss(s.wl.model, part, step)
-                loss.backward()
-                s.update()
-                values.append(loss.detach())
-            out.append(torch.stack(values).mean())
+            side = self.streams.get(id(s))
+            with torch.cuda.stream(side) if side is not None else _same_stream():
+                if side is not None:
+                    side.wait_stream(here)  # its batch was copied to the device on the main stream
+                values = []
+                for part in member_parts:
+                    s.opt.zero_grad(set_to_none=True)
+                    if self._captures(s):  # replayed; the .grad are set
+                        loss = self.captured([s])(part.batch, part.noise)
+                    else:
+                        loss, _ = s.wl.loss(s.wl.model, part, s.state["step"] if step is None else step)
+                        loss.backward()
+                    s.update()
+                    values.append(loss.detach())
+                out.append(torch.stack(values).mean())
+        for side in self.streams.values():
+            here.wait_stream(side)  # the losses are read, and the parts freed, after every member's step
         return torch.stack(out)
 
     # -- the loop ----------------------------------------------------------------------------------
 
     def train(self, show_progress: bool, log) -> bool:
         """Runs every member to its budget; True when interrupted (Ctrl-C / SIGTERM: every member saves
-        `last/` at the end of the step, as a single run does)."""
+        `last/` at the end of the step, as a single run does). Members may differ in budget and validation
+        period (a pack's cells); `data_seconds` and `step_seconds` add up the time spent building the
+        members' batches and stepping them (the device idles in the first: the step reads its losses back)."""
         sessions = self.sessions
-        t = sessions[0].cfg.train
-        total = t.train_examples * len(sessions)
+        total = sum(s.cfg.train.train_examples for s in sessions)
         done = sum(s.state["examples"] for s in sessions)
-        bar = progress(total, f"{sessions[0].cfg.model_name} {sessions[0].cfg.task} x{len(sessions)} seeds",
-                       unit="ex", disable=not show_progress, initial=done)
+        bar = progress(total, self.label or f"{sessions[0].cfg.model_name} {sessions[0].cfg.task} x{len(sessions)} "
+                       "seeds", unit="ex", disable=not show_progress, initial=done)
         starts = {id(s): time.time() - s.state["seconds"] for s in sessions}
         for s in sessions:
-            s.next_eval = (s.state["examples"] // t.eval_every_examples + 1) * t.eval_every_examples
+            every = s.cfg.train.eval_every_examples
+            s.next_eval = (s.state["examples"] // every + 1) * every
             s.wl.model.train()
         stop = False
         try:
@@ -285,20 +385,26 @@ class SeedGroup:
                     if s.state["step"] == 0 and not s.resumed:  # a resumed run's step-0 validation is in its files
                         s.validate()
                 while not stop:
-                    waiting = [s for s in sessions if s.state["examples"] < t.train_examples]
+                    waiting = [s for s in sessions if s.state["examples"] < s.cfg.train.train_examples]
                     if not waiting:
                         break
-                    step = min(s.state["step"] for s in waiting)
-                    members = [s for s in waiting if s.state["step"] == step]  # the others are ahead
+                    members = waiting
+                    if self.use_vmap:  # one vmapped step: the members at the earliest step (the others are ahead)
+                        step = min(s.state["step"] for s in waiting)
+                        members = [s for s in waiting if s.state["step"] == step]
                     rates = [s.set_rate() for s in members]
-                    parts = self.batches(members, step)
-                    losses = self.step(members, parts, step).tolist()  # the loop's one read per step
+                    t0 = time.perf_counter()
+                    parts = self.batches(members)
+                    t1 = time.perf_counter()
+                    losses = self.step(members, parts).tolist()  # the loop's one read per step
+                    self.data_seconds += t1 - t0
+                    self.step_seconds += time.perf_counter() - t1
                     stop = requests.requested
                     for s, rate, value in zip(members, rates, losses):
-                        if not math.isfinite(value):  # the seed's own run records it and says how to go on
-                            raise s.diverged(step, value)
+                        if not math.isfinite(value):  # the member's own run records it and says how to go on
+                            raise s.diverged(s.state["step"], value)
                         s.finish_step([value], rate, starts[id(s)], _NoBar())
-                    bar.update(t.batch_size * len(members))
+                    bar.update(sum(s.cfg.train.batch_size for s in members))
         except KeyboardInterrupt:
             log(f"\nstopped without saving; {self.resume_hint} continues each seed from its last checkpoint")
             return True
@@ -308,7 +414,7 @@ class SeedGroup:
             for s in sessions:
                 s.state["seconds"] = time.time() - starts[id(s)]
                 s.checkpoint(s.last_dir, with_optimizer=True)
-            log(f"\ninterrupted: saved last/ of {len(sessions)} seeds; continue with {self.resume_hint}")
+            log(f"\ninterrupted: saved last/ of {len(sessions)} runs; continue with {self.resume_hint}")
             return True
         return False
 
@@ -317,19 +423,24 @@ def vmapped_losses(models: list, parts: list) -> torch.Tensor:
     """The (K,) training losses of K models of one architecture, model k on its NarPart `parts[k]` (its
     batch and noise), as one vmapped shape-static forward over parameters stacked on a seed axis. The
     stacking is differentiable: a backward of their sum puts each model's gradient in its own `.grad`."""
+    return stacked_losses(models, parts[0].batch.spec, stack_batches([p.batch for p in parts]),
+                          [p.noise for p in parts])
+
+
+def stacked_losses(models: list, spec, batches: dict, noises: list) -> torch.Tensor:
+    """`vmapped_losses` of batches already stacked (`stack_batches`) with the members' noises: what a captured
+    group step replays (relreason.train.cuda_graphs, `grouped`), its input tensors the stacked ones."""
     from torch.func import functional_call
 
     from relreason.models.batch import Batch
     from relreason.models.kernels import plain_autograd
 
     template = models[0]
-    spec = parts[0].batch.spec
     names = [n for n, _ in template.named_parameters()]
     params = {n: torch.stack([dict(m.named_parameters())[n] for m in models]) for n in names}  # (K, ...)
     buffers = {n: torch.stack([dict(m.named_buffers())[n] for m in models]) for n, _ in template.named_buffers()}
-    batches = stack_batches([p.batch for p in parts])
-    index = torch.arange(len(models), device=parts[0].batch.device)  # (K,): the seed axis' positions
-    noises = tuple(p.noise for p in parts)
+    index = torch.arange(len(models), device=batches["lengths"].device)  # (K,): the seed axis' positions
+    noises = tuple(noises)
 
     def loss_of(params, buffers, b, idx):
         batch = Batch(spec, b["inputs"], b["hints"], b["outputs"], b["lengths"], b["node_mask"])
@@ -342,6 +453,16 @@ def vmapped_losses(models: list, parts: list) -> torch.Tensor:
     # vmap_problems keeps models that draw from torch's global generator (processor dropout) out
     with plain_autograd():
         return torch.vmap(loss_of, randomness="same")(params, buffers, batches, index)
+
+
+class _same_stream:
+    """No stream change (CPU, or one member): the step runs where it is."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc) -> None:
+        return None
 
 
 class _NoBar:
@@ -374,5 +495,6 @@ def stack_batches(batches: list) -> dict:
             "node_mask": torch.stack([b.node_mask for b in batches])}
 
 
-__all__ = ["Strategy", "SeedNoise", "SeedGroup", "run_group", "train_members", "vmapped_losses", "seed_configs",
+__all__ = ["Strategy", "SeedNoise", "SeedGroup", "run_group", "train_members", "vmapped_losses", "stacked_losses",
+           "claimed_sessions", "train_and_test", "seed_configs",
            "group_names", "stack_batches"]

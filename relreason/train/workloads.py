@@ -184,10 +184,13 @@ class NarWorkload(Workload):
         self._eval_cache: dict[tuple, Any] = {}
         self._train: dict[str, Any] | None = None  # loaded on the first training step (eval never needs it)
         self._streams = None
+        # processes generating the Ibarz stream ahead (relreason.data.stream): 1 for a run alone; a pack of
+        # cells (relreason.train.pack) shares the machine's cores between its cells' streams
+        self.stream_workers = 1
 
     def _training_data(self) -> None:
         if getattr(self.cfg.data, "stream", DataStream.CANONICAL) is DataStream.IBARZ:
-            self._streams = IbarzData(self.cfg, [t.name for t in self.tasks])
+            self._streams = IbarzData(self.cfg, [t.name for t in self.tasks], self.stream_workers)
             self._train = {}
         else:
             self._train = {t.name: t.load("train", self.cfg.data) for t in self.tasks}
@@ -382,7 +385,7 @@ class IbarzData:
     """The Ibarz et al. training stream of every task, generated ahead in a worker process
     (relreason.data.stream), started at the first step asked for (the step a run resumes at)."""
 
-    def __init__(self, cfg: Config, tasks: list[str]):
+    def __init__(self, cfg: Config, tasks: list[str], workers: int = 1):
         from relreason.data.stream import TrainingStream
 
         t = cfg.train
@@ -390,6 +393,7 @@ class IbarzData:
                                        tuple(cfg.data.stream_sizes)) for i, name in enumerate(tasks)]
         self.index = {name: i for i, name in enumerate(tasks)}
         self.stop_step = -(-t.train_examples // t.batch_size)
+        self.workers = workers  # generating processes (each makes every workers-th step)
         self._prefetcher = None
         self._step, self._batches = None, ()
 
@@ -399,7 +403,7 @@ class IbarzData:
         if self._step != step:
             if self._prefetcher is None:
                 self._prefetcher = MultiPrefetcher(self.streams, start_step=step, rows=rows,
-                                                   stop_step=max(self.stop_step, step + 1))
+                                                   stop_step=max(self.stop_step, step + 1), workers=self.workers)
             got, self._batches = next(self._prefetcher)
             if got != step:
                 raise RuntimeError(f"the data stream produced step {got}, the loop asked for step {step}")

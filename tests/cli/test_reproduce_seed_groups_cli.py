@@ -83,19 +83,25 @@ def same_files(a: Path, b: Path, exact: bool) -> None:
         assert (ra["test"], ra["best_val"]) == (rb["test"], rb["best_val"])
 
 
-def spy_groups(monkeypatch) -> list[int]:
-    """Records the size of every seed group trained in this process."""
-    import relreason.train.seed_group as seed_group
-
+def spy_sizes(monkeypatch, module, name: str) -> list[int]:
+    """Records the number of runs of every call of `module.name` (its first argument: the members) in this
+    process."""
     sizes: list[int] = []
-    real = seed_group.train_members
+    real = getattr(module, name)
 
     def spy(members, *args, **kwargs):
         sizes.append(len(members))
         return real(members, *args, **kwargs)
 
-    monkeypatch.setattr(seed_group, "train_members", spy)
+    monkeypatch.setattr(module, name, spy)
     return sizes
+
+
+def spy_groups(monkeypatch) -> list[int]:
+    """Records the size of every seed group trained in this process."""
+    import relreason.train.seed_group as seed_group
+
+    return spy_sizes(monkeypatch, seed_group, "train_members")
 
 
 @pytest.mark.parametrize("strategy", ["loop", "vmap"])
@@ -239,3 +245,32 @@ def test_seed_batch_auto_groups_on_an_accelerator_only_without_cuda_graphs(tmp_p
     graphed = plan_cells(study, ["bellman_ford"], (0, 1, 2), None, tmp_path,
                          ["train.static_step=true", "train.cuda_graph=true"])
     assert default_seed_batch(graphed, 3) == 1
+
+
+def spy_packs(monkeypatch) -> list[int]:
+    """The sizes of the packs trained (relreason.train.pack.train_pack), in order."""
+    from relreason.train import pack
+
+    return spy_sizes(monkeypatch, pack, "train_pack")
+
+
+def test_pack_on_trains_the_cells_in_one_pack_each_as_alone(alone, tmp_path, monkeypatch):
+    """`--pack on` (on the CPU): the two cells train as one pack, each cell's run directory bit for bit what
+    training it alone writes; `--pack auto` on the CPU packs nothing (nothing changes there)."""
+    sizes = spy_packs(monkeypatch)
+    packed = reproduce(tmp_path / "rep", alone / "data", "--pack", "on")
+    assert sizes == [2] and not packed["missing"]
+    for a, b in zip(cell_runs(alone / "rep"), cell_runs(tmp_path / "rep")):
+        same_files(a, b, exact=True)
+        wa, wb = (load_file(str(d / "last" / "model.safetensors")) for d in (a, b))
+        for k in wa:
+            assert np.array_equal(wa[k], wb[k]), k
+    reproduce(tmp_path / "auto", alone / "data", "--pack", "auto")
+    assert sizes == [2]
+
+
+def test_bad_packs_are_one_line_errors(tmp_path):
+    one_line_error(invoke("reproduce", "ibarz2022", "--tasks", "bfs", "--out", tmp_path, "--pack", "fast"),
+                   "--pack 'fast' is not one of auto, on, off")
+    one_line_error(invoke("ablate", "single-layer", "--tasks", "bfs", "--out", tmp_path, "--pack", "on",
+                          "--launcher", "local-submitit"), "--pack trains its cells in this process")

@@ -1,0 +1,432 @@
+"""Minutes of GPU turned into finished cells (scripts/gpu_cells.sh runs it; issue 38): the next unfinished cells
+of results/plan.txt trained in packs (relreason.train.pack: each cell its own run, their captured steps on
+separate CUDA streams) for at most --minutes, every unfinished cell then parked so that the next GPU run or a
+CPU lane resumes it, and what the repository commits written as at most 8 files of at most 16 MB under --out.
+Needs only PyTorch and the checkout (PYTHONPATH=.), no network.
+
+    PYTHONPATH=. python scripts/gpu_cells.py --out /tmp/gc --minutes 8             # on a CUDA machine
+    PYTHONPATH=. python scripts/gpu_cells.py --out /tmp/gc --device cpu --quick    # the CPU smoke test
+
+Files under --out (MAX_FILES at most, each MAX_BYTES at most):
+- results.tar (or results.tar.partNN when larger: `cat results.tar.part* | tar x -C results`): what `relreason
+  results` writes for the finished cells (cells/, curves/, selection/), progress/ of the unfinished ones and
+  parked/<model>~<setting>~<task>~<seed>.tar of each unfinished cell (scripts/park_cells.sh's format); extract
+  it into results/ (`tar xf OUT/results.tar -C results`) and delete the parked tars the report lists as finished;
+- gpu_cells.json: the report (device, cells trained, finished, parked, the fraction of step time the device
+  waited for data, the measurement of --measure, the files); gpu_cells.md: the same for a reader;
+- gpu_cells.log: the run's log.
+
+--measure first measures packing (issue 38 item 5): aggregate examples/s and TFLOP/s of K packed cells against
+one captured cell, K = 1, 8, 16, 32 at the Triplet-GMPNN protocol and K = 1, 3, 8 at the RT protocol, with
+train.tf32 off and on; then the remaining minutes go to the plan.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import signal
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_FILES = 8  # what one GPU command may hand back
+MAX_BYTES = 16 * 1024 * 1024
+CAPTURED = {"train.static_step": True, "train.cuda_graph": True}  # incidental keys: the same cells, captured
+REPORT, SUMMARY, LOG, RESULTS_TAR = "gpu_cells.json", "gpu_cells.md", "gpu_cells.log", "results.tar"
+
+
+class Log:
+    """Lines to stderr and to OUT/gpu_cells.log, flushed (a run killed at its limit keeps what it said)."""
+
+    def __init__(self, path: Path):
+        self.file = open(path, "a")
+
+    def __call__(self, message: str) -> None:
+        line = f"[{time.strftime('%H:%M:%S')}] {message}"
+        print(line, file=sys.stderr, flush=True)
+        self.file.write(line + "\n")
+        self.file.flush()
+
+
+def parked_name(rel: Path) -> str:
+    """scripts/park_cells.sh's archive name of a cell: <model>~<setting>~<task>~<seed>.tar."""
+    return "~".join(rel.parts) + ".tar"
+
+
+def next_cells(plan: Path, results: Path, work: Path, sets: list[str], log) -> list:
+    """The plan's cells, in its order, that are neither committed under `results` nor finished under `work`
+    (relreason.studies.plan's lines, planned under `work` as the lanes plan theirs under reproduce/)."""
+    from relreason.studies.cells import cell_state, committed_result, plan_cells
+    from relreason.studies.plan import read_plan
+    from relreason.studies.sweep import parse_models
+    from relreason.studies.tables import TABLES
+    from relreason.tasks import expand_tasks
+
+    todo, seen = [], set()
+    for line in read_plan(plan):
+        study = TABLES.get(line.table)
+        for c in plan_cells(study, expand_tasks(line.tasks if line.tasks is not None else study.tasks), line.seeds,
+                            None, work, sets, parse_models(line.models)):
+            if c.directory in seen or committed_result(c, work, results) is not None:
+                continue
+            seen.add(c.directory)
+            state = cell_state(c)
+            if state == "stale":
+                log(f"skipped {c.directory.relative_to(work / 'cells')}: its directory holds another configuration")
+            elif state != "done":
+                todo.append(c)
+    return todo
+
+
+def capture_problems(cfg) -> list[str]:
+    """Why a cell's step cannot be captured as CUDA graphs, from its config (relreason.train.cuda_graphs'
+    check_capturable refuses the same at build time): such a cell trains in the pack uncaptured."""
+    from relreason.models.catalog import Family, find_model
+    from relreason.models.config import SparseMode
+
+    out = []
+    if find_model(cfg.model_name)[0] is not Family.NAR or len(cfg.tasks) > 1:
+        out.append("not a one-task graph workload")
+    if getattr(cfg.processor, "dropout", 0):
+        out.append("processor.dropout draws from torch's global generator")
+    if cfg.model.sparse is SparseMode.ALWAYS:
+        out.append("model.sparse: always")
+    return out
+
+
+def captured(cells: list, log) -> list:
+    """The cells with train.static_step and train.cuda_graph set where they can be captured (CAPTURED)."""
+    out = []
+    for c in cells:
+        problems = capture_problems(c.config)
+        if problems:
+            log(f"{c.directory.name} of {c.task} trains uncaptured: {'; '.join(problems)}")
+            out.append(c)
+            continue
+        cfg = dataclasses.replace(c.config, train=dataclasses.replace(c.config.train, **{
+            k.split(".")[1]: v for k, v in CAPTURED.items()}), sources=dict(c.config.sources))
+        cfg.deviation = c.config.deviation
+        cfg.sources.update({k: "scripts/gpu_cells.py" for k in CAPTURED})
+        out.append(dataclasses.replace(c, config=cfg))
+    return out
+
+
+def restore_parked(cells: list, results: Path, work: Path, log) -> None:
+    """Unpacks each cell's parked archive (results/parked) into `work` where the cell has no run yet."""
+    for c in cells:
+        rel = c.directory.relative_to(work / "cells")
+        archive = results / "parked" / parked_name(rel)
+        if archive.is_file() and not c.run_dir.exists():
+            with tarfile.open(archive) as tar:
+                tar.extractall(work, filter="data")
+            log(f"restored parked {rel}")
+
+
+class Deadline:
+    """SIGTERM to this process when the minutes are up: a pack then stops after its step and every cell saves
+    last/ (relreason.train.stop_requests); outside training the handler notes it and nothing new starts."""
+
+    def __init__(self, seconds: float):
+        self.passed = False
+        self.at = time.monotonic() + seconds
+        self.before = signal.signal(signal.SIGTERM, self._note)
+        self.timer = threading.Timer(max(0.0, seconds), lambda: os.kill(os.getpid(), signal.SIGTERM))
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _note(self, signum, frame) -> None:
+        self.passed = True
+
+    def left(self) -> float:
+        return 0.0 if self.passed else max(0.0, self.at - time.monotonic())
+
+    def cancel(self) -> None:
+        self.timer.cancel()
+        signal.signal(signal.SIGTERM, self.before)
+
+
+def train_packs(cells: list, pack_size: int, deadline: Deadline, log) -> tuple[dict, list]:
+    """Trains `cells` in packs of `pack_size` until they are done or the deadline passes; returns each cell's
+    status (relreason.studies.training.train_group's) and the packs' PackResults."""
+    from relreason.studies.cells import cell_label
+    from relreason.studies.training import train_group
+
+    status, packs = {}, []
+    for i in range(0, len(cells), pack_size):
+        if deadline.left() <= 0:
+            break
+        group = cells[i:i + pack_size]
+        log(f"pack of {len(group)}: " + "; ".join(cell_label(c) for c in group))
+        for c, s in zip(group, train_group(group, show_progress=False, log=log, pack=True, packs=packs)):
+            status[c.directory] = s
+        if "interrupted" in status.values():
+            break
+    return status, packs
+
+
+def park(cells: list, work: Path, stage: Path, results: Path, log) -> tuple[list[str], list[str]]:
+    """Writes stage/parked/<name>.tar for each unfinished cell with a checkpoint (its run without the lock, as
+    scripts/park_cells.sh); returns (parked names, names of finished cells whose archive under `results`/parked
+    is now obsolete)."""
+    from relreason.rundir import RunDir
+
+    parked, obsolete = [], []
+    for c in cells:
+        rel = c.directory.relative_to(work / "cells")
+        files = RunDir(c.run_dir)
+        if files.results.is_file():
+            if (results / "parked" / parked_name(rel)).is_file():
+                obsolete.append(parked_name(rel))
+        elif files.last.trainer_state.is_file():
+            (stage / "parked").mkdir(parents=True, exist_ok=True)
+            with tarfile.open(stage / "parked" / parked_name(rel), "w") as tar:
+                tar.add(c.run_dir, arcname=str(c.run_dir.relative_to(work)),
+                        filter=lambda info: None if Path(info.name).name == ".lock" else info)
+            parked.append(parked_name(rel))
+            log(f"parked {rel}")
+    return parked, obsolete
+
+
+def write_bundle(stage: Path, out: Path, budget: int) -> list[str]:
+    """stage/ as OUT/results.tar, split into parts of MAX_BYTES where larger; at most `budget` files.
+
+    Raises:
+        RuntimeError: more than `budget` parts would be needed (the report says so)."""
+    from relreason.data.store import atomic_path
+
+    whole = out / (RESULTS_TAR + ".tmp")
+    with tarfile.open(whole, "w") as tar:
+        for path in sorted(stage.rglob("*")):
+            if path.is_file():
+                tar.add(path, arcname=str(path.relative_to(stage)))
+    size = whole.stat().st_size
+    parts = -(-size // MAX_BYTES)
+    if parts > budget:
+        whole.unlink()
+        raise RuntimeError(f"the results are {size / 2**20:.1f} MB: {parts} parts of {MAX_BYTES / 2**20:g} MB, more than the {budget} "
+                           "files left; train fewer cells (--pack-size) or shorter (--minutes)")
+    if parts <= 1:
+        whole.rename(out / RESULTS_TAR)
+        return [RESULTS_TAR]
+    names = []
+    with open(whole, "rb") as f:
+        for k in range(parts):
+            name = f"{RESULTS_TAR}.part{k:02d}"
+            with atomic_path(out / name) as tmp:
+                tmp.write_bytes(f.read(MAX_BYTES))
+            names.append(name)
+    whole.unlink()
+    return names
+
+
+# -- --measure: packed throughput ---------------------------------------------------------------------------------
+
+def protocol_config(table: str, model: str, task: str, sets: list[str]):
+    """The protocol cell's config of `table`'s column `model` on `task` (seed 0), planned as `reproduce` plans it."""
+    from relreason.studies.cells import plan_cells
+    from relreason.studies.tables import TABLES
+
+    with tempfile.TemporaryDirectory() as d:
+        return plan_cells(TABLES.get(table), [task], 1, None, Path(d), sets, [model])[0].config
+
+
+def packed_throughput(base, ks: list[int], steps: int, warmup: int, tf32: bool, log) -> list[dict]:
+    """Examples/s and TFLOP/s of K packed cells of `base` (seeds 0..K-1; relreason.train.pack's step loop, each
+    cell's captured step on its own stream where train.cuda_graph) for each K, no validation: `steps` steps timed
+    after `warmup`, those that captured a new graph left out. FLOPs from one uncaptured step of one cell
+    (torch's FlopCounterMode), times the cells and steps."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from relreason.train.distributed import available_cores
+    from relreason.train.pack import stream_workers
+    from relreason.train.seed_group import SeedGroup, claimed_sessions, seed_configs
+
+    rows = []
+    for k in ks:
+        cfgs = [dataclasses.replace(c, train=dataclasses.replace(c.train, tf32=tf32))
+                for c in seed_configs(base, list(range(k)))]
+        with tempfile.TemporaryDirectory() as d, \
+                claimed_sessions(cfgs, [Path(d) / f"c{i}" for i in range(k)], [False] * k, None, log, None, None,
+                                 "a measured pack") as (sessions, dd):
+            group = SeedGroup(sessions, use_vmap=False, label=f"measure K={k}")
+            for s in sessions:
+                s.wl.model.train()
+                s.wl.stream_workers = stream_workers(k, available_cores())  # as train_pack shares the cores
+            one = sessions[0]
+            with FlopCounterMode(display=False) as fc:
+                part = one.wl.step_batches(0)[0]
+                loss, _ = one.wl.loss(one.wl.model, part, 0)
+                loss.backward()
+            flops = float(fc.get_total_flops())
+            one.opt.zero_grad(set_to_none=True)
+
+            timed, data_s, n = 0.0, 0.0, 0
+            for i in range(warmup + steps):
+                for s in sessions:
+                    s.set_rate()
+                before = group.graphs
+                if dd.device.type == "cuda":
+                    torch.cuda.synchronize(dd.device)
+                t0 = time.perf_counter()
+                parts = group.batches(sessions)
+                t1 = time.perf_counter()
+                group.step(sessions, parts).tolist()
+                t2 = time.perf_counter()
+                for s in sessions:
+                    s.state["step"] += 1
+                if i >= warmup and group.graphs == before:
+                    timed, data_s, n = timed + (t2 - t0), data_s + (t1 - t0), n + 1
+            B = base.train.batch_size
+            rows.append({"model": base.model_name, "recipe": base.recipe, "task": base.task, "batch": B, "cells": k,
+                         "tf32": tf32, "steps": n, "captured": base.train.cuda_graph,
+                         "examples_per_s": k * B * n / timed if timed else None,
+                         "tflops_per_s": flops * k * n / timed / 1e12 if timed else None,
+                         "data_wait": data_s / timed if timed else None})
+            log(f"measured {base.model_name} K={k} tf32={tf32}: {rows[-1]['examples_per_s']} ex/s")
+    for r in rows:  # against one captured cell (K = 1, same precision)
+        one = next((x for x in rows if x["cells"] == 1 and x["tf32"] == r["tf32"]), None)
+        r["vs_one_cell"] = r["examples_per_s"] / one["examples_per_s"] if one and one["examples_per_s"] and \
+            r["examples_per_s"] else None
+    return rows
+
+
+def measure(device, quick: bool, steps: int, sets: list[str], log) -> list[dict]:
+    """Issue 38 item 5: K packed cells at the Triplet-GMPNN and the RT protocols (bellman_ford), TF32 off and
+    on at the smallest and largest K. --quick: a tiny MPNN at K = 1, 2 (the CPU smoke test)."""
+    if quick:
+        base = protocol_config("clrs30", "mpnn", "bfs", sets)
+        plans = [(base, [1, 2])]
+    else:
+        plans = [(protocol_config("ibarz2022", "triplet_gmpnn", "bellman_ford", sets), [1, 8, 16, 32]),
+                 (protocol_config("rt-table19", "rt", "bellman_ford", sets), [1, 3, 8])]
+    rows = []
+    for base, ks in plans:
+        if device.type == "cuda" and not capture_problems(base):
+            base = dataclasses.replace(base, train=dataclasses.replace(base.train, static_step=True, cuda_graph=True))
+        rows += packed_throughput(base, ks, steps, 2 if quick else 10, False, log)
+        if device.type == "cuda":
+            rows += packed_throughput(base, [ks[0], ks[-1]], steps, 10, True, log)
+    return rows
+
+
+def summary(report: dict) -> str:
+    lines = [f"# scripts/gpu_cells.sh on {report['device_name']} ({report['device']}, torch {report['torch']})", "",
+             f"`{report['command']}`: {report['seconds']:.0f} s, {len(report['finished'])} cells finished, "
+             f"{len(report['parked'])} parked; the device waited for data "
+             f"{100 * (report['data_wait'] or 0):.1f}% of the step time.", ""]
+    if report.get("measure"):
+        lines += ["Packed cells (relreason.train.pack; no validation):", "",
+                  "| model | recipe | batch | cells K | TF32 | captured | examples/s | vs one cell | TFLOP/s | data wait |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in report["measure"] if isinstance(report["measure"], list) else []:
+            lines.append(f"| {r['model']} | {r['recipe']} | {r['batch']} | {r['cells']} | {r['tf32']} | {r['captured']} | "
+                         f"{_num(r['examples_per_s'], 1)} | {_num(r['vs_one_cell'], 2)} | {_num(r['tflops_per_s'], 3, 'g')} | "
+                         f"{_num(r['data_wait'], 3)} |")
+        lines.append("")
+    lines += ["| cell | status |", "|---|---|"] + [f"| {k} | {v} |" for k, v in report["cells"].items()]
+    if report["obsolete_parked"]:
+        lines += ["", "Finished since they were parked (delete from results/parked): "
+                  + ", ".join(report["obsolete_parked"])]
+    return "\n".join(lines) + "\n"
+
+
+def _num(x, digits: int, kind: str = "f") -> str:
+    return "-" if x is None else f"{x:.{digits}{kind}}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--minutes", type=float, default=8.0,
+                   help="training time (default 8: a 10-minute command with its start, parking and files)")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--plan", default=str(ROOT / "results" / "plan.txt"))
+    p.add_argument("--results", default=str(ROOT / "results"), help="the committed results (cells, parked)")
+    p.add_argument("--work", default=None, help="where the cells train (default: a temporary directory)")
+    p.add_argument("--data-dir", default=None, help="the cells' datasets (default: generated under the work directory)")
+    p.add_argument("--pack-size", type=int, default=8, help="cells per pack")
+    p.add_argument("--measure", action="store_true", help="measure packing first (issue 38 item 5)")
+    p.add_argument("--steps", type=int, default=50, help="steps timed per K by --measure")
+    p.add_argument("--quick", action="store_true", help="tiny measurement (the CPU smoke test)")
+    p.add_argument("--set", action="append", default=[], help="config override for every cell (--set k=v)")
+    args = p.parse_args(argv)
+    if args.minutes <= 0 or args.pack_size < 1:
+        print(f"Error: --minutes must be positive and --pack-size at least 1 (got {args.minutes}, {args.pack_size})",
+              file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if any(out.iterdir()):
+        print(f"Error: {out} is not empty\nHint: give an empty or new directory", file=sys.stderr)
+        return 2
+    import torch  # after the cheap checks: a mistyped command fails at once
+
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print("Error: --device cuda but torch sees no CUDA device\nHint: --device cpu runs the smoke test",
+              file=sys.stderr)
+        return 1
+    log = Log(out / LOG)
+    t0 = time.time()
+    deadline = Deadline(args.minutes * 60)
+    sets = [f"train.device={device.type}"] + list(args.set)
+    report: dict = {"device": str(device), "torch": torch.__version__, "command": " ".join(sys.argv),
+                    "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+                    "minutes": args.minutes, "pack_size": args.pack_size, "sets": sets}
+    results, failed = Path(args.results), False
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(args.work) if args.work else Path(tmp) / "work"
+        stage = Path(tmp) / "stage"
+        stage.mkdir()
+        sets.insert(0, f"data.data_dir={args.data_dir or work / 'data'}")  # incidental: the same cells
+        if args.measure:
+            try:
+                report["measure"] = measure(device, args.quick, args.steps, sets, log)
+            except Exception as exc:  # recorded, not hidden; the plan's cells still train
+                traceback.print_exc()
+                report["measure"] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+                failed = True
+        cells = next_cells(Path(args.plan), results, work, sets, log)
+        if device.type == "cuda":
+            cells = captured(cells, log)
+        log(f"{len(cells)} unfinished cells in {args.plan}; {deadline.left() / 60:.1f} minutes left")
+        restore_parked(cells, results, work, log)
+        status, packs = train_packs(cells, args.pack_size, deadline, log)
+        deadline.cancel()
+        tried = [c for c in cells if c.directory in status]
+        from relreason.studies.results import collect_results
+
+        if tried:
+            collect_results(work, stage)
+        report["parked"], report["obsolete_parked"] = park(tried, work, stage, results, log)
+        report["cells"] = {str(c.directory.relative_to(work / "cells")): status[c.directory] for c in tried}
+        report["finished"] = sorted(str(p.relative_to(stage / "cells")) for p in (stage / "cells").rglob("*.json")) \
+            if (stage / "cells").is_dir() else []
+        data = sum(x.data_seconds for x in packs)
+        step = sum(x.step_seconds for x in packs)
+        report["data_wait"] = data / (data + step) if data + step else None
+        report["data_seconds"], report["step_seconds"] = round(data, 2), round(step, 2)
+        try:
+            report["files"] = write_bundle(stage, out, MAX_FILES - 3)
+        except RuntimeError as exc:
+            report["files"], report["error"], failed = [], str(exc), True
+            log(f"Error: {exc}")
+    report["seconds"] = time.time() - t0
+    report["files"] += [REPORT, SUMMARY, LOG]
+    (out / REPORT).write_text(json.dumps(report, indent=1, default=str))
+    (out / SUMMARY).write_text(summary(report))
+    log(f"done in {report['seconds']:.0f} s: {len(report['finished'])} finished, {len(report['parked'])} parked; "
+        f"files under {out}: {', '.join(report['files'])}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Minutes of GPU turned into finished cells (issue 38): the next unfinished cells of results/plan.txt trained in
+# packs for at most --minutes, every unfinished cell parked, and at most 8 files of at most 16 MB written to OUT
+# (results.tar to extract into results/, gpu_cells.json / .md / .log). --measure first measures packing (K packed
+# cells against one captured cell, TF32 off and on). Needs a stock PyTorch + CUDA image and this checkout, no
+# network; runs the package from the checkout (PYTHONPATH).
+#   scripts/gpu_cells.sh /tmp/gc --minutes 8 --measure    # on a CUDA machine: a 10-minute command
+#   tar xf /tmp/gc/results.tar -C results                 # then commit results/ (and delete the finished parked tars)
+#   scripts/gpu_cells.sh /tmp/gc --device cpu --quick     # the CPU smoke test (tests/test_gpu_cells.py)
+set -euo pipefail
+out="${1:?usage: scripts/gpu_cells.sh OUT_DIR [--minutes M] [--measure] [--device cpu] [--quick]}"
+shift
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"  # the script runs from the checkout's root
+exec "$(dirname "$0")/from_checkout.sh" scripts/gpu_cells.py --out "$out" "$@"

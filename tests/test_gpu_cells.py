@@ -1,0 +1,135 @@
+"""scripts/gpu_cells.sh, minutes of GPU turned into finished cells, run on the CPU (`--device cpu --quick`): the
+next unfinished cells of a (temporary, tiny) plan trained in one pack, the measurement of --measure, at most 8
+files of at most 16 MB under OUT; a pack stopped mid-way (as at the deadline) parks every cell in
+scripts/park_cells.sh's format, and the next run restores and finishes them."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["model.hidden=8", "train.batch_size=4", "train.train_examples=32", "train.eval_every_examples=16",
+        "data.train_num=8", "data.train_size=5", "data.val_size=5", "data.test_size=5"]
+PLAN = "1: clrs30 --models mpnn --tasks bfs,dfs --seeds 1\n"
+CELLS = ["mpnn/clrs30/bfs/seed0", "mpnn/clrs30/dfs/seed0"]
+
+
+def script():
+    spec = importlib.util.spec_from_file_location("gpu_cells", ROOT / "scripts" / "gpu_cells.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def args(out: Path, results: Path, *more) -> list[str]:
+    sets = [x for s in TINY + [f"data.data_dir={results.parent / 'data'}"] for x in ("--set", s)]
+    return ["--out", str(out), "--device", "cpu", "--quick", "--minutes", "5", "--plan", str(results / "plan.txt"),
+            "--results", str(results), *sets, *more]
+
+
+def within_limits(out: Path) -> dict:
+    files = sorted(p for p in out.iterdir())
+    assert 0 < len(files) <= 8 and all(p.is_file() and p.stat().st_size <= 16 * 2**20 for p in files)
+    report = json.loads((out / "gpu_cells.json").read_text())
+    assert sorted(report["files"]) == [p.name for p in files]
+    return report
+
+
+def test_a_stopped_pack_parks_its_cells_and_the_next_run_finishes_them(tmp_path, monkeypatch):
+    from stop_requests import stop_after
+
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "plan.txt").write_text(PLAN)
+    gc = script()
+    with monkeypatch.context() as m:
+        stop_after(m, 3)  # the deadline's stop, by steps: each cell saves last/ after its 3rd step
+        assert gc.main(args(tmp_path / "out1", results, "--measure", "--steps", "2")) == 0
+    report = within_limits(tmp_path / "out1")
+    assert report["cells"] == {c: "interrupted" for c in CELLS} and not report["finished"]
+    assert report["parked"] == [c.replace("/", "~") + ".tar" for c in CELLS]
+    assert 0 <= report["data_wait"] < 1 and report["step_seconds"] > 0
+    assert [(r["cells"], r["tf32"]) for r in report["measure"]] == [(1, False), (2, False)]
+    assert all(r["examples_per_s"] > 0 and r["tflops_per_s"] > 0 for r in report["measure"])
+    with tarfile.open(tmp_path / "out1" / "results.tar") as tar:
+        names = tar.getnames()
+        tar.extractall(results, filter="data")  # what a session commits
+    assert {f"parked/{c.replace('/', '~')}.tar" for c in CELLS} <= set(names)
+    assert {f"progress/{c}.json" for c in CELLS} <= set(names)
+    for c in CELLS:  # scripts/park_cells.sh's layout: cells/<rel>/run without its lock
+        with tarfile.open(results / "parked" / (c.replace("/", "~") + ".tar")) as tar:
+            inner = tar.getnames()
+        assert f"cells/{c}/run/last/trainer_state.json" in inner and not any(n.endswith(".lock") for n in inner)
+
+    assert gc.main(args(tmp_path / "out2", results)) == 0
+    report = within_limits(tmp_path / "out2")
+    assert report["cells"] == {c: "trained" for c in CELLS}
+    assert report["finished"] == [f"{c}.json" for c in CELLS] and not report["parked"]
+    assert report["obsolete_parked"] == [c.replace("/", "~") + ".tar" for c in CELLS]
+    assert "restored parked mpnn/clrs30/bfs/seed0" in (tmp_path / "out2" / "gpu_cells.log").read_text()
+    with tarfile.open(tmp_path / "out2" / "results.tar") as tar:
+        tar.extractall(results, filter="data")
+    for c in CELLS:
+        res = json.loads((results / "cells" / f"{c}.json").read_text())
+        assert res["examples"] == 32 and res["steps"] == 8  # resumed at step 3, not started over
+        curve = json.loads((results / "curves" / f"{c}.json").read_text())
+        assert [v["examples"] for v in curve["validations"]] == [0, 16, 32]
+
+
+def test_the_results_are_split_or_refused_beyond_the_limits(tmp_path, monkeypatch):
+    gc = script()
+    stage, out = tmp_path / "stage", tmp_path / "out"
+    stage.mkdir()
+    out.mkdir()
+    (stage / "big.bin").write_bytes(os.urandom(3000))
+    monkeypatch.setattr(gc, "MAX_BYTES", 4096)  # a tar of one file is 10240 bytes (tar's record size): 3 parts
+    assert gc.write_bundle(stage, out, 5) == [f"results.tar.part{k:02d}" for k in range(3)]
+    assert all((out / f"results.tar.part{k:02d}").stat().st_size <= 4096 for k in range(3))
+    joined = b"".join((out / f"results.tar.part{k:02d}").read_bytes() for k in range(3))
+    (tmp_path / "joined.tar").write_bytes(joined)
+    with tarfile.open(tmp_path / "joined.tar") as tar:
+        assert tar.getnames() == ["big.bin"]
+    try:
+        gc.write_bundle(stage, tmp_path / "out", 2)
+    except RuntimeError as e:
+        assert "more than the 2 files left" in str(e)
+    else:
+        raise AssertionError("a bundle over the file budget was written")
+
+
+def test_the_script_refuses_a_used_out_and_cuda_without_a_gpu(tmp_path, capsys):
+    import torch
+
+    env = {**os.environ, "PYTHON": sys.executable}
+    (tmp_path / "x").write_text("")
+    res = subprocess.run([str(ROOT / "scripts" / "gpu_cells.sh"), str(tmp_path), "--device", "cpu"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 2 and f"Error: {tmp_path} is not empty" in res.stderr
+    if not torch.cuda.is_available():
+        assert script().main(["--out", str(tmp_path / "o")]) == 1
+        assert "torch sees no CUDA device" in capsys.readouterr().err
+
+
+def test_cells_that_cannot_be_captured_train_in_the_pack_uncaptured(tmp_path):
+    from relreason.config import build_config
+    from relreason.studies.cells import Cell
+    from relreason.studies.variants import Variant
+
+    gc = script()
+    assert gc.capture_problems(build_config("mpnn", "bfs", None, [])) == []
+    assert gc.capture_problems(build_config("et", "bfs", None, ["processor.dropout=0.1"])) == \
+        ["processor.dropout draws from torch's global generator"]
+    assert gc.capture_problems(build_config("mpnn", "bfs,dfs", None, [])) == ["not a one-task graph workload"]
+    cells = [Cell(Variant("mpnn", "mpnn"), "bfs", 0, tmp_path / "a", build_config("mpnn", "bfs", None, [])),
+             Cell(Variant("et", "et"), "bfs", 0, tmp_path / "b",
+                  build_config("et", "bfs", None, ["processor.dropout=0.1"]))]
+    mine, theirs = gc.captured(cells, lambda m: None)
+    assert (mine.config.train.static_step, mine.config.train.cuda_graph) == (True, True)
+    assert mine.config.sources["train.cuda_graph"] == "scripts/gpu_cells.py"
+    assert theirs is cells[1] and not theirs.config.train.cuda_graph

@@ -1,0 +1,71 @@
+"""`reproduce --verify` across devices (relreason.studies.results.verify_cell): a cell made on a CUDA GPU is
+re-trained on the same device kind where this machine has one, else on the CPU and compared within stated
+tolerances (CROSS_DEVICE_SCORE_ATOL, CROSS_DEVICE_LOSS_RTOL), and the verdict says which of the two it did.
+
+Why those tolerances hold for CPU against CUDA, tested here without a GPU: the two devices compute the same
+float32 maths with kernels that round otherwise (other reduction orders, fused kernels) at every operation, and
+training carries that rounding into the weights. A stand-in of the same kind on one device is the vmapped seed
+group against the single run (relreason.train.seed_group): batched kernels that round otherwise at every
+operation, the same numbers to float rounding. Its first validations' divergence (scores and losses) is measured
+below and must lie within a tenth of the tolerances (measured here: scores equal, losses within 1e-6 relative
+after 4 steps; a lower bound, since a protocol cell trains longer before its third validation); a code change
+that moves a score by two points must not pass."""
+
+from __future__ import annotations
+
+import pytest
+
+from relreason.config import build_config
+from relreason.studies.results import (CROSS_DEVICE_LOSS_RTOL, CROSS_DEVICE_SCORE_ATOL, device_kind,
+                                       validation_curve, verify_cell, verify_device)
+from relreason.studies.results_report import verification
+
+
+def test_the_device_kind_is_read_from_the_hardware_record():
+    assert device_kind(["NVIDIA H200, cuda, torch 2.11.0+cu128"]) == "cuda"
+    assert device_kind(["Intel(R) Xeon(R) (2 cores), 1 torch thread, cpu, torch 2.11.0",
+                        "NVIDIA H100 80GB HBM3, cuda:0, torch 2.11.0"]) == "cuda"
+    assert device_kind(["AMD EPYC (16 cores), 16 torch threads, cpu, torch 2.11.0"]) == "cpu"
+    assert device_kind([]) == "cpu"
+
+
+@pytest.mark.parametrize("made_on, cuda_here, expect", [
+    ("cuda", True, ("cuda", False)), ("cuda", False, ("cpu", True)), ("cpu", True, ("cpu", False)),
+    ("cpu", False, ("cpu", False))])
+def test_a_cell_is_re_trained_on_its_device_kind_where_present(made_on, cuda_here, expect):
+    assert verify_device(made_on, cuda_here) == expect
+
+
+def test_the_cross_device_tolerance_covers_a_stand_in_that_rounds_otherwise_at_every_operation(tmp_path):
+    import torch
+
+    from relreason.train import run
+    from relreason.train.seed_group import run_group
+
+    sets = ["model.hidden=32", "train.train_examples=64", "train.eval_every_examples=16", "train.batch_size=8",
+            "data.val_num=4", "data.test_num=4", "train.threads=1", "train.static_step=true", f"data.data_dir={tmp_path / 'data'}"]
+    cfg = build_config("mpnn", "bfs", "quick", sets)
+    alone = validation_curve(run(cfg, out=tmp_path, name="alone", show_progress=False, log=lambda m: None).run_dir)
+    grouped = run_group(cfg, [cfg.train.seed, cfg.train.seed + 1], out=tmp_path / "g", names=["a", "b"],
+                        show_progress=False, log=lambda m: None, strategy="vmap")
+    rounded = validation_curve(grouped[0].run_dir)  # the same run, rounded otherwise at every operation
+    pairs = list(zip(alone["validations"][:3], rounded["validations"][:3]))
+    assert [a["examples"] for a, _ in pairs] == [0, 16, 32]
+    score_gap = max(abs(a["score"] - b["score"]) for a, b in pairs)
+    loss_gap = max(abs(a["loss"] - b["loss"]) / abs(a["loss"]) for a, b in pairs if a["loss"] is not None)
+    assert loss_gap > 0  # the stand-in does round otherwise
+    assert score_gap <= CROSS_DEVICE_SCORE_ATOL / 10 and loss_gap <= CROSS_DEVICE_LOSS_RTOL / 10, (score_gap, loss_gap)
+
+    if torch.cuda.is_available():
+        return  # a GPU machine re-trains a cuda cell on cuda (exactly): the CPU comparison is for machines without
+    got = verify_cell(cfg, rounded, 3, tmp_path / "v1", made_on="cuda")  # a cuda cell, verified here on the CPU
+    assert got["matches"] and (got["device"], got["made_on"]) == ("cpu", "cuda")
+    assert got["compared"].startswith("re-trained on the CPU against a cuda run: scores within ±1 points")
+    text = verification(got["code"] and [got["code"]], got, got["code"]["source"])
+    assert text.startswith("same first 3 validations") and "re-trained on the CPU against a cuda run" in text
+    moved = {**rounded, "validations": [dict(v) for v in rounded["validations"]]}
+    moved["validations"][2]["score"] += 2 * CROSS_DEVICE_SCORE_ATOL  # what a change of the code would do
+    got = verify_cell(cfg, moved, 3, tmp_path / "v2", made_on="cuda")
+    assert not got["matches"] and got["difference"].startswith("validation at 32 examples")
+    same = verify_cell(cfg, alone, 3, tmp_path / "v3", made_on="cpu")  # a cpu cell: exactly, on the cpu
+    assert same["matches"] and same["compared"].startswith("re-trained on cpu, as made: scores exactly")
