@@ -73,8 +73,8 @@ def next_cells(plan: Path, results: Path, work: Path, sets: list[str], log) -> l
     todo, seen = [], set()
     for line in read_plan(plan):
         study = TABLES.get(line.table)
-        for c in plan_cells(study, expand_tasks(line.tasks if line.tasks is not None else study.tasks), line.seeds,
-                            None, work, sets, parse_models(line.models)):
+        tasks = expand_tasks(line.tasks if line.tasks is not None else study.tasks)
+        for c in plan_cells(study, tasks, tuple(range(line.seeds)), None, work, sets, parse_models(line.models)):
             if c.directory in seen or committed_result(c, work, results) is not None:
                 continue
             seen.add(c.directory)
@@ -235,7 +235,7 @@ def protocol_config(table: str, model: str, task: str, sets: list[str]):
     from relreason.studies.tables import TABLES
 
     with tempfile.TemporaryDirectory() as d:
-        return plan_cells(TABLES.get(table), [task], 1, None, Path(d), sets, [model])[0].config
+        return plan_cells(TABLES.get(table), [task], (0,), None, Path(d), sets, [model])[0].config
 
 
 def packed_throughput(base, ks: list[int], steps: int, warmup: int, tf32: bool, log) -> list[dict]:

@@ -284,7 +284,7 @@ def test_a_committed_cell_retrained_in_part_is_not_shown_in_progress(tmp_path):
 
 def test_the_summary_opens_the_report_with_each_columns_cells_average_verdict_device_and_compute(tmp_path):
     study = TABLES.get("ibarz2022")
-    for cell, score in zip(plan_cells(study, ["bellman_ford"], 3, None, tmp_path / "rep", []), (0.97, 0.975, 0.98)):
+    for cell, score in zip(plan_cells(study, ["bellman_ford"], (0, 1, 2), None, tmp_path / "rep", []), (0.97, 0.975, 0.98)):
         _finish(cell, score, seconds=1800.0)
     collect_results(tmp_path / "rep", tmp_path / "results")
     write_report(tmp_path / "results", tmp_path / "RESULTS.md")
@@ -302,7 +302,7 @@ def test_a_cell_whose_code_is_not_recorded_stands_apart_and_is_trained_again(tmp
     import relreason.studies.sweep as sweep
 
     study = TABLES.get("ibarz2022")
-    cells = plan_cells(study, ["bellman_ford"], 2, None, tmp_path / "rep", [])
+    cells = plan_cells(study, ["bellman_ford"], (0, 1), None, tmp_path / "rep", [])
     _finish(cells[0], 0.97)
     cfg = cells[1].config.to_dict()
     cells[1].run_dir.mkdir(parents=True)
@@ -315,8 +315,8 @@ def test_a_cell_whose_code_is_not_recorded_stands_apart_and_is_trained_again(tmp
     assert "| triplet_gmpnn | triplet_gmpnn | bellman_ford | 1 | 50.00 | 0.0 min | Old CPU |" in md
     trained = []
     monkeypatch.setattr(sweep, "run_cells", lambda name, todo, *a, **k: trained.extend(c.seed for g in todo for c in g))
-    sweep.run_table("ibarz2022", "bellman_ford", 2, out=tmp_path / "rep2", committed=tmp_path / "results",
-                    log=lambda m: None)
+    sweep.run_table("ibarz2022", sweep.SweepOptions(tasks="bellman_ford", seeds=(0, 1), out=tmp_path / "rep2",
+                                                    committed=tmp_path / "results"), log=lambda m: None)
     assert trained == [1]
 
 
@@ -324,7 +324,7 @@ def test_results_writes_readmes_summary_between_its_markers_and_nothing_else(tmp
     from relreason.studies.results_report import README_MARKERS
 
     study = TABLES.get("ibarz2022")
-    (cell,) = plan_cells(study, ["bellman_ford"], 1, None, tmp_path / "rep", [])
+    (cell,) = plan_cells(study, ["bellman_ford"], (0,), None, tmp_path / "rep", [])
     _finish(cell, 0.97)
     collect_results(tmp_path / "rep", tmp_path / "results")
     readme = tmp_path / "README.md"
@@ -346,7 +346,7 @@ def test_the_lobster_table_compares_relative_losses_lower_is_better(tmp_path):
     study = TABLES.get("rt-lobster")
     assert {v.model: v.recipe for v in study.variants} == {"rt": "lobster_rt", "gat": "lobster_gat",
                                                           "gcn": "lobster_gcn"}
-    for cell, loss in zip(plan_cells(study, ["lobster"], 1, None, tmp_path / "rep", []), (0.25, 0.30, 0.40)):
+    for cell, loss in zip(plan_cells(study, ["lobster"], (0,), None, tmp_path / "rep", []), (0.25, 0.30, 0.40)):
         cell.run_dir.mkdir(parents=True)  # a lobster config has backbone sizes, not test_size: the size given
         (cell.run_dir / "results.json").write_text(results_json(
             cell.config.to_dict(), loss, test_size=100, metric="relative_loss", lower_is_better=True,
