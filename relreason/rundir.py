@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, Union
 
 from relreason.errors import RelreasonError
-from relreason.files import MAX_JSONL_BYTES, kind_of, link_error, maybe_json_object, parse_json, read_bytes, read_json_object
+from relreason.files import MAX_JSONL_BYTES, escape, kind_of, link_error, maybe_json_object, parse_json, read_bytes, read_json_object
 
 # -- the layout ----------------------------------------------------------------------------------
 
@@ -651,10 +651,10 @@ def read_metrics(path: Path, problems: Optional[list] = None) -> list[MetricsRow
         try:
             rows, damaged = scan_metrics(path)
         except RelreasonError as e:  # a FIFO, a directory, a huge file: the run is listed as damaged
-            problems.append(e.message)
+            problems.append(escape(e.message))
             return []
     if problems is not None:
-        problems.extend(what for _, what in damaged)
+        problems.extend(escape(what) for _, what in damaged)
     return [row for _, _, row in rows]
 
 

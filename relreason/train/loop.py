@@ -36,6 +36,7 @@ stays the record).
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from contextlib import contextmanager
@@ -47,6 +48,7 @@ import torch
 from relreason import __version__
 from relreason.config import Config, run_deviation
 from relreason.errors import RelreasonError
+from relreason.files import check_name, open_for_update
 from relreason.models.precision import autocast
 from relreason.rundir import (DivergedRow, ResumeRow, RunDir, RunRecord, RunResults, TestRow, TestScores,
                               ValidationRow, check_no_links, read_run_record, row_json, scan_metrics)
@@ -101,6 +103,7 @@ def default_run_name(cfg: Config) -> str:
 def check_run_name(name: str) -> None:
     if not name or name in (".", "..") or "/" in name or "\\" in name or name.startswith("."):
         raise RelreasonError(f"invalid run name {name!r}", "use a plain name without '/', '..' or a leading '.'")
+    check_name(name, "run name")
 
 
 def config_diff(a: Config, b: Config) -> dict[str, tuple]:
@@ -648,7 +651,7 @@ def _write_json(path: Path, text: str) -> None:
 
 def _append(path: Path, row) -> None:
     """Appends one row (relreason.rundir) to metrics.jsonl, flushed: a kill loses at most this line."""
-    with open(path, "a") as f:
+    with os.fdopen(open_for_update(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a") as f:  # no hard link
         f.write(row_json(row) + "\n")
         f.flush()
 
