@@ -34,6 +34,7 @@ import math
 import os
 import re
 import stat
+import sys
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -90,7 +91,9 @@ def open_regular(path, follow: bool = False, hint: Optional[str] = None, streams
     opens at once (O_NONBLOCK) and is refused after fstat, as is anything else not a regular file;
     `follow=False` refuses a symbolic link (a file inside a run), `follow=True` follows one (a path
     the user named). `streams=True` accepts a pipe or a terminal too (read once, to its end; the
-    descriptor is then blocking again). Raises RelreasonError naming the file."""
+    descriptor is then blocking again; "-" is standard input). Raises RelreasonError naming the file."""
+    if streams and str(path) == "-":  # standard input
+        return os.dup(sys.stdin.fileno())
     path = Path(path)
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else os.O_NOFOLLOW)
     try:
@@ -285,10 +288,10 @@ def maybe_json_object(path) -> Optional[dict]:
 
 
 def jsonl_lines(path, limit: int = MAX_JSONL_BYTES, hint: Optional[str] = None, follow: bool = False,
-                streams: bool = False) -> Iterator[tuple[int, str]]:
+                streams: bool = False, strict: bool = False) -> Iterator[tuple[int, str]]:
     """(line number, text) of every line of the JSONL file `path` (a stream too, with `streams`), each
-    at most MAX_LINE_BYTES and the whole at most `limit`; a line that is not UTF-8 is returned with
-    its bad bytes replaced, for the caller to report as damaged."""
+    at most MAX_LINE_BYTES and the whole at most `limit`; a line that is not UTF-8 is a RelreasonError
+    with `strict`, else returned with its bad bytes replaced, for the caller to report as damaged."""
     fd = open_regular(path, follow, hint, streams)
     try:
         with os.fdopen(fd, "rb", closefd=True) as f:
@@ -302,7 +305,7 @@ def jsonl_lines(path, limit: int = MAX_JSONL_BYTES, hint: Optional[str] = None, 
                     raise RelreasonError(f"{path}:{i} is longer than {_bytes(MAX_LINE_BYTES)}", hint or HINT)
                 if total > limit:
                     raise _size_error(Path(path), total, limit, hint)
-                yield i, raw.decode("utf-8", errors="replace")
+                yield i, decode(raw, f"{path}:{i}", hint) if strict else raw.decode("utf-8", errors="replace")
     except OSError as e:
         raise RelreasonError(f"cannot read {path}: {e.strerror or e}", hint or HINT) from None
     finally:

@@ -729,7 +729,9 @@ class ExampleId:
                          m.group("hints") is not None, DECIMALS if d is None else None if d == "full" else int(d))
 
 
-_ID = re.compile(r"(?P<algorithm>[^/\s]+)/n(?P<n>\d+)/s(?P<s>\d+)/i(?P<i>\d+)(?P<hints>/hints)?(?:/d(?P<d>\d+|full))?")
+# numbers of at most 18 digits: Python's int() refuses 4,300 with a ValueError, and no stream is that long
+_ID = re.compile(r"(?P<algorithm>[^/\s]+)/n(?P<n>\d{1,18})/s(?P<s>\d{1,18})/i(?P<i>\d{1,18})(?P<hints>/hints)?"
+                 r"(?:/d(?P<d>\d{1,18}|full))?")
 
 
 def split_ids(request: TextSplitRequest) -> Iterator[ExampleId]:
