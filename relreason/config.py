@@ -46,6 +46,7 @@ import yaml
 # them too); they are named here as well, as part of the configuration
 from relreason.data.config import ClrsDataConfig, DataStream, LobsterDataConfig, TextDataConfig
 from relreason.errors import RelreasonError
+from relreason.files import MAX_INT_DIGITS, read_text
 from relreason.protocol import NOT_PROTOCOL_KEYS
 from relreason.runtime import recipe_dir
 from relreason.schedules import schedule_problems
@@ -323,6 +324,16 @@ class Layer:
 
 
 MAX_YAML_NODES = 100_000  # a recipe holds a few hundred values; aliases may not expand it beyond this
+MAX_RECIPE_BYTES = 1 << 20  # a recipe is a few KiB: a larger file is refused before YAML parses it
+
+
+def read_recipe_text(path: Path) -> str:
+    """The text of the recipe file `path` (a path the user named: a link is followed), by the guarded
+    reader: a regular file of at most MAX_RECIPE_BYTES (relreason.files)."""
+    try:
+        return read_text(path, MAX_RECIPE_BYTES, follow=True, hint="give a YAML recipe of a few KiB")
+    except RelreasonError as e:
+        raise RelreasonError(f"recipe {e.message}", e.hint) from None
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -341,6 +352,21 @@ class _StrictLoader(yaml.SafeLoader):
                             f"and {line}): remove one", key_node.start_mark)
                     seen[key_node.value] = line
         return super().construct_mapping(node, deep)
+
+
+class IntegerTooLong(yaml.YAMLError):
+    """A YAML integer of more digits than relreason.files.MAX_INT_DIGITS (Python's int() would refuse
+    4,300 with a ValueError; no setting needs more than 20)."""
+
+
+def _construct_int(loader: _StrictLoader, node):
+    digits = len(node.value.lstrip("+-"))
+    if digits > MAX_INT_DIGITS:
+        raise IntegerTooLong(f"an integer of {digits} digits, more than the {MAX_INT_DIGITS} a setting may have")
+    return loader.construct_yaml_int(node)
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 def _expanded_size(node, sizes: dict[int, int]) -> int:
@@ -375,7 +401,7 @@ def read_recipe(recipe: str) -> tuple[dict, dict[tuple[str, ...], str]]:
     """A recipe file's mapping and its line comments by key path (("train", "lr") -> "paper Table 5")."""
     path = find_recipe(recipe)
     try:
-        text = path.read_text()
+        text = read_recipe_text(path)
         data = load_yaml(text) or {}
     except yaml.YAMLError as e:
         raise RelreasonError(f"recipe {path} is not valid YAML: {str(e).splitlines()[0]}", "fix the file") from None
@@ -485,6 +511,8 @@ def parse_overrides(items: list[str]) -> dict:
             raise RelreasonError(f"--set key {key!r} must be SECTION.KEY", f"sections: {', '.join(SECTIONS)}")
         try:
             value = load_yaml(raw) if raw.strip() else ""
+        except IntegerTooLong as e:
+            raise RelreasonError(f"--set {key.strip()}: {e}", "give a number of a sensible size") from None
         except yaml.YAMLError:
             value = raw
         tree.setdefault(parts[0], {})[parts[1]] = value
