@@ -9,7 +9,6 @@ by name, swept, its tables written (relreason.studies.report); `table_costs` is 
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import Callable
 
 from relreason.config import to_plain
 from relreason.errors import RelreasonError
+from relreason.files import read_json
 from relreason.eval.stats import STD_KIND, check_margin
 from relreason.runtime import cli_command
 from relreason.studies.ablations import ABLATIONS
@@ -261,8 +261,8 @@ def table_costs(costs: Path | None = None, table: str | None = None, tasks: str 
     measured = {}
     if costs.is_file():
         try:
-            measured = json.loads(costs.read_text())
-        except (OSError, ValueError):
+            measured = read_json(costs, follow=True)
+        except RelreasonError:
             raise RelreasonError(f"{costs} is not a readable costs file",
                                  "measure again: python scripts/bench_reproduce.py") from None
     elif costs != costs_file():
