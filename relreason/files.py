@@ -118,6 +118,12 @@ def open_for_update(path, flags: int = os.O_RDWR | os.O_CREAT, mode: int = 0o644
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise link_error(path) from None
+        try:  # a directory (EISDIR), a FIFO without a reader (ENXIO)...: say what is there
+            mode = os.lstat(path).st_mode
+        except OSError:
+            raise e from None
+        if not stat.S_ISREG(mode):
+            raise not_regular(path, mode, "remove it: relreason makes the file itself") from None
         raise
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):

@@ -31,7 +31,7 @@ from relreason import __version__
 from relreason.config import Config, config_from_dict
 from relreason.data.store import current_umask, owner_tag, remove_stale_temporaries
 from relreason.errors import RelreasonError, write_error
-from relreason.files import fd_path, open_regular, read_json_object, safetensors_header
+from relreason.files import fd_path, open_regular, read_json_object, safetensors_header, shown
 from relreason.rundir import (CHECKPOINT_CONFIG, OPTIMIZER, OPTIMIZER_META, TRAINER_STATE, WEIGHTS, TrainerState,
                               old_checkpoint, read_object)
 from relreason.plugins import Origin, plugin_version_changes, require_plugins
@@ -140,8 +140,9 @@ def read_checkpoint_meta(path: Path) -> dict:
                              "give a run directory (runs/NAME) or a checkpoint directory (runs/NAME/best)")
     meta = read_json_object(cfg_file, "use another checkpoint, e.g. best/ or last/")
     if meta.get("format") != FORMAT:
-        raise RelreasonError(f"{path} has checkpoint format {meta.get('format')!r}, this relreason reads {FORMAT}",
-                             f"evaluate it with the relreason version that wrote it ({meta.get('relreason')})")
+        raise RelreasonError(f"{cfg_file} has checkpoint format {shown(meta.get('format'))}, this relreason reads "
+                             f"{FORMAT}", f"evaluate it with the relreason version that wrote it "
+                             f"({shown(meta.get('relreason'))})")
     return meta
 
 
