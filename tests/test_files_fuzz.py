@@ -67,17 +67,41 @@ def _read_run_lists(run_dir: Path) -> None:
     read_run(run_dir)
 
 
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+
+
 def _read_weights(run_dir: Path) -> None:
+    """A read is correct when the model holds the file's tensors exactly: no dtype cast on the way."""
+    from safetensors.torch import load_file
+
     from relreason.train.checkpoint import load_weights
 
-    load_weights(RunDir(run_dir).best.path, _model(run_dir))
+    model = _model(run_dir)
+    load_weights(RunDir(run_dir).best.path, model)
+    stored = load_file(RunDir(run_dir).best.weights)
+    assert all(_same(v, stored[k]) for k, v in model.state_dict().items()), "the weights read are not the file's"
 
 
 def _read_optimizer(run_dir: Path) -> None:
+    """A read is correct when the optimizer keeps the run's hyperparameters (the learning rate aside:
+    the schedule sets it) and holds the file's moments exactly."""
+    from safetensors.torch import load_file
+
     from relreason.train.checkpoint import load_optimizer
     from relreason.train.loop import adam
 
-    load_optimizer(RunDir(run_dir).last.path, adam(_model(run_dir).parameters(), 1e-3))
+    model = _model(run_dir)
+    fresh, opt = adam(model.parameters(), 1e-3), adam(model.parameters(), 1e-3)
+    load_optimizer(RunDir(run_dir).last.path, opt)
+    for mine, read in zip(fresh.state_dict()["param_groups"], opt.state_dict()["param_groups"]):
+        plain = lambda group: json.loads(json.dumps({k: v for k, v in group.items() if k != "lr"}))  # noqa: E731
+        assert plain(read) == plain(mine), \
+            "the optimizer read trains with other hyperparameters than the run's"
+    stored = load_file(RunDir(run_dir).last.optimizer)
+    state = opt.state_dict()["state"]
+    assert all(_same(state[int(k.split(".")[0])][k.split(".", 1)[1]], v) for k, v in stored.items()), \
+        "the moments read are not the file's"
 
 
 def _read_trainer_state(run_dir: Path) -> None:
