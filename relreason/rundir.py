@@ -171,7 +171,12 @@ class RunDir:
         if cfg is not None and isinstance(cfg.get("config"), dict):
             return True
         res = _read_object(self.results)
-        return res is not None and is_run_results(res)
+        if res is not None and is_run_results(res):
+            return True
+        # a damaged config.json beside a run's own files (its log, its lock, a checkpoint): a damaged run,
+        # which `relreason runs` lists with its problem rather than leaving out
+        return cfg is None and os.path.lexists(self.config) and any(
+            os.path.lexists(p) for p in (self.metrics, self.lock, self.last.path, self.best.path))
 
     def cell(self) -> Optional[tuple[str, str, str, int]]:
         """(ablation, variant, task, seed) when this is the run of an ablation cell

@@ -290,21 +290,22 @@ _DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", t
 
 
 def _check_like(file: Path, header: dict, like: dict[str, torch.Tensor], strict: bool, hint: str) -> None:
-    """Refuses a tensor of `header` ({name: (dtype, shape)}) whose dtype or shape is not that of the
-    same name in `like`: weights of another dtype would be cast and scored as if they were the model's."""
-    for name, (dtype, shape) in header.items():
-        own = like.get(name)
-        if own is None and strict:
-            raise RelreasonError(f"{file}: tensor {name!r} belongs to no parameter of this model", hint)
-        if own is None:
-            continue
-        if _DTYPES.get(own.dtype) != dtype:
-            raise RelreasonError(f"{file} does not fit this model: tensor {name} is {dtype}, the model's is "
-                                 f"{_DTYPES.get(own.dtype, own.dtype)}", "was it written for another model, or "
-                                 "converted? use the checkpoint relreason wrote")
-        if tuple(own.shape) != shape:
-            raise RelreasonError(f"{file} does not fit this model: shape mismatch in [{name!r}] ({list(shape)}, "
-                                 f"the model's {list(own.shape)})", "was it written with another configuration?")
+    """Refuses the tensors of `header` ({name: (dtype, shape)}) unless each has the shape and dtype of
+    the same name in `like` (weights of another dtype would be cast and scored as the model's), shape
+    mismatches named in the model's order; `strict`: a name `like` lacks is refused too."""
+    stray = [name for name in header if name not in like]
+    if strict and stray:
+        raise RelreasonError(f"{file}: tensor {stray[0]!r} belongs to no parameter of this model", hint)
+    bad = [name for name, own in like.items() if name in header and tuple(own.shape) != header[name][1]]
+    if bad:
+        raise RelreasonError(f"{file} does not fit this model: shape mismatch in {bad[:5]} "
+                             f"({list(header[bad[0]][1])}, the model's {list(like[bad[0]].shape)})",
+                             "was it written with another configuration?")
+    for name, own in like.items():
+        if name in header and _DTYPES.get(own.dtype) != header[name][0]:
+            raise RelreasonError(f"{file} does not fit this model: tensor {name} is {header[name][0]}, the model's "
+                                 f"is {_DTYPES.get(own.dtype, own.dtype)}", "was it written for another model, "
+                                 "or converted? use the checkpoint relreason wrote")
 
 
 def verify_checkpoint(path: Path) -> Config:
