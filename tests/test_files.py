@@ -245,8 +245,12 @@ def test_score_reads_standard_input(tmp_path):
     assert json.loads(res.stdout)["file"] == "-"
 
 
-def test_a_run_name_with_a_newline_is_refused(tmp_path):
-    res = subprocess.run([*ENTRY, "train", "mpnn", "bfs", "--name", "a\nb", "--out", str(tmp_path)],
-                         capture_output=True, text=True, timeout=300)
-    assert res.returncode == 1 and "holds the control character \\n" in res.stderr, res.stderr
-    assert not any(tmp_path.iterdir())
+@pytest.mark.parametrize("name", ["a\nb", "a\x1b[2Jb"])
+def test_a_run_name_with_a_control_character_is_refused_before_anything_is_made(tmp_path, name):
+    from typer.testing import CliRunner
+
+    from relreason.cli.main import app
+
+    res = CliRunner().invoke(app, ["train", "mpnn", "bfs", "--name", name, "--out", str(tmp_path)])
+    assert res.exit_code == 1 and "holds the control character" in res.output, res.output
+    assert "\x1b" not in res.output and not any(tmp_path.iterdir())
