@@ -83,6 +83,17 @@ def _read_weights(run_dir: Path) -> None:
     assert all(_same(v, stored[k]) for k, v in model.state_dict().items()), "the weights read are not the file's"
 
 
+def _verify_for_export(run_dir: Path) -> None:
+    """`export` bundles a checkpoint once verified: then it must load faithfully into its model."""
+    from relreason.train.checkpoint import verify_checkpoint
+
+    verify_checkpoint(RunDir(run_dir).best.path)
+    try:
+        _read_weights(run_dir)
+    except RelreasonError as e:
+        raise AssertionError(f"export verified weights that the model refuses: {e}") from None
+
+
 def _read_optimizer(run_dir: Path) -> None:
     """A read is correct when the optimizer keeps the run's hyperparameters (the learning rate aside:
     the schedule sets it) and holds the file's moments exactly."""
@@ -163,7 +174,8 @@ READERS = [Reader("config.json", _read_record), Reader("config.json", _read_run_
            Reader("metrics.jsonl", _read_run_lists, lists=True), Reader(".lock", _take_lock),
            Reader(".lock", _read_run_lists, lists=True), Reader("last/trainer_state.json", _read_trainer_state),
            Reader("last/optimizer.json", _read_optimizer), Reader("last/optimizer.safetensors", _read_optimizer),
-           Reader("best/config.json", _read_checkpoint_config), Reader("best/model.safetensors", _read_weights)]
+           Reader("best/config.json", _read_checkpoint_config), Reader("best/model.safetensors", _read_weights),
+           Reader("best/model.safetensors", _verify_for_export)]
 
 
 # -- the mutations -----------------------------------------------------------------------------------

@@ -312,8 +312,28 @@ def verify_checkpoint(path: Path) -> Config:
     """A checkpoint directory whose config.json reads back as a valid config and whose weights load and
     are finite (what `export` checks before copying); returns the config. Raises RelreasonError."""
     cfg = load_config(path)
-    read_weights(path)
+    like = _model_like(cfg)
+    state = read_weights(path, like)
+    if like is not None and set(state) != set(like):
+        missing, unexpected = sorted(set(like) - set(state)), sorted(set(state) - set(like))
+        raise RelreasonError(f"{Path(path) / WEIGHTS} does not fit this model: missing {missing[:5]}, unexpected "
+                             f"{unexpected[:5]}", "was it written for another model or task?")
     return cfg
+
+
+def _model_like(cfg: Config) -> dict[str, torch.Tensor] | None:
+    """The state dict of the model `cfg` builds, on the meta device (shapes and dtypes, no memory), so
+    that weights are checked against the model they claim to be before `export` bundles them; None
+    for a text model, whose weights `eval` checks when it loads them."""
+    from relreason.models.build import build_nar
+    from relreason.models.catalog import Family, find_model
+    from relreason.tasks import task_entries
+
+    if find_model(cfg.model_name)[0] is not Family.NAR:
+        return None
+    meta = torch.device("meta")
+    with meta:
+        return build_nar(cfg, task_entries(cfg.task), meta).model.state_dict()
 
 
 def load_optimizer(path: Path, optimizer: torch.optim.Optimizer) -> None:
