@@ -254,3 +254,18 @@ def test_a_run_name_with_a_control_character_is_refused_before_anything_is_made(
     res = CliRunner().invoke(app, ["train", "mpnn", "bfs", "--name", name, "--out", str(tmp_path)])
     assert res.exit_code == 1 and "holds the control character" in res.output, res.output
     assert "\x1b" not in res.output and not any(tmp_path.iterdir())
+
+
+def test_text_generate_on_a_full_disk_names_the_file(tmp_path, monkeypatch):
+    import errno
+
+    import relreason.data.text as text
+
+    def full(*_):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(text, "split_batches", full)
+    request = text.resolve_text_split("insertion_sort", "test", "paper", None, None, None, False)
+    with pytest.raises(RelreasonError, match=r"cannot write .*insertion_sort.*\.jsonl: no space left on device"):
+        text.write_text_split(request, tmp_path)
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]  # nothing half-written

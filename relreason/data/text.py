@@ -58,7 +58,7 @@ from relreason.data.generate import MAX_NUM, MAX_SIZE, run_samples
 from relreason.data.samplers import truncate
 from relreason.data.specs import MASKED, Feature, Location, Stage, Type
 from relreason.data.trajectory import Dataset, Trajectory
-from relreason.errors import RelreasonError
+from relreason.errors import RelreasonError, write_error
 from relreason.registry import Registry
 
 # Floats are truncated to this many decimals: CLRS-Text's setting (huggingface_generators.clrs_generator's
@@ -772,6 +772,8 @@ def write_text_split(request: TextSplitRequest, out_dir, force: bool = False,
             tmp.write_text(json.dumps(request.meta(), indent=1) + "\n")
     except PermissionError as e:
         raise RelreasonError(f"cannot write {path}: {e.strerror}", "choose a writable --out directory") from None
+    except OSError as e:  # a full disk, a read-only file system: the file named, nothing half-written left
+        raise write_error(path, e) from None
     return path
 
 
