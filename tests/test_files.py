@@ -269,3 +269,14 @@ def test_text_generate_on_a_full_disk_names_the_file(tmp_path, monkeypatch):
     with pytest.raises(RelreasonError, match=r"cannot write .*insertion_sort.*\.jsonl: no space left on device"):
         text.write_text_split(request, tmp_path)
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]  # nothing half-written
+
+
+def test_report_shows_a_damaged_run_beside_the_others(tmp_path):
+    from relreason.studies.html_report import page
+
+    good, bad = make_run(tmp_path, "good"), make_run(tmp_path, "bad")
+    (bad / "results.json").write_text('{"test": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    text, counts = page([str(good), str(bad)], tmp_path / "results")
+    assert counts["sections"] == 2 and "run bad: damaged" in text and "results.json nests 100001 levels deep" in text
+    with pytest.raises(RelreasonError, match="results.json nests"):
+        page([str(bad)], tmp_path / "results")
