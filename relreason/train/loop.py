@@ -36,7 +36,6 @@ stays the record).
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from contextlib import contextmanager
@@ -651,7 +650,7 @@ def _write_json(path: Path, text: str) -> None:
 
 def _append(path: Path, row) -> None:
     """Appends one row (relreason.rundir) to metrics.jsonl, flushed: a kill loses at most this line."""
-    with os.fdopen(open_for_update(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a") as f:  # no hard link
+    with open(path, "a", opener=open_for_update) as f:  # the run's own file: no link, no hard link, no FIFO
         f.write(row_json(row) + "\n")
         f.flush()
 
