@@ -280,3 +280,27 @@ def test_report_shows_a_damaged_run_beside_the_others(tmp_path):
     assert counts["sections"] == 2 and "run bad: damaged" in text and "results.json nests 100001 levels deep" in text
     with pytest.raises(RelreasonError, match="results.json nests"):
         page([str(bad)], tmp_path / "results")
+
+
+@pytest.mark.parametrize("key, value, problem", [("betas", [0.5, 0.9], "betas is \\[0.5, 0.9\\], the run's optimizer "
+                                                                      "has \\[0.9, 0.999\\]"),
+                                                 ("eps", 1e-3, "eps is 0.001"), ("weight_decay", 0.1, "weight_decay"),
+                                                 ("params", [1, 0], "params is \\[1, 0\\].*the ids of the model's"),
+                                                 ("lr", -1, "lr must be a positive number")])
+def test_optimizer_state_of_other_hyperparameters_or_parameters_is_refused(tmp_path, key, value, problem):
+    """Before, resume trained on with another optimizer and said nothing (issue 40, class 3)."""
+    from safetensors.torch import save_file
+
+    from relreason.train.checkpoint import _flatten_optimizer, load_optimizer
+    from relreason.train.loop import adam
+
+    model = torch.nn.Linear(3, 2)
+    opt = adam(model.parameters(), 1e-3)
+    model(torch.ones(1, 3)).sum().backward()
+    opt.step()
+    tensors, meta = _flatten_optimizer(opt)
+    save_file(tensors, tmp_path / "optimizer.safetensors")
+    meta["param_groups"][0][key] = value
+    (tmp_path / "optimizer.json").write_text(json.dumps(meta))
+    with pytest.raises(RelreasonError, match=f"optimizer.json: param_groups\\[0\\].{problem}"):
+        load_optimizer(tmp_path, adam(model.parameters(), 1e-3))
