@@ -9,7 +9,8 @@ breakage rather than the cases:
   opened with O_NONBLOCK (a FIFO opens at once) and O_NOFOLLOW (a link inside a run is refused),
   then checked with fstat on the descriptor that is read, so no other file can be swapped in;
 - a file relreason will write in place (the run's `.lock`, the appended metrics.jsonl) is refused
-  when it has another name elsewhere (a hard link): writing it would change a file outside the run;
+  when it has another name elsewhere (a hard link): writing it would change a file outside the run
+  (`open_for_update`, also an `opener` for open());
 - sizes are bounded before reading, and JSON is bounded in nesting depth and integer length before
   Python's own limits (RecursionError, the 4,300-digit int limit) can surface as "unexpected";
 - safetensors headers are parsed by the same JSON guard and checked whole (dtypes, shapes, offsets,
@@ -20,7 +21,7 @@ breakage rather than the cases:
 Every failure is one RelreasonError line naming the file and what was wrong:
 
     data = read_json_object(run / "config.json")        # dict, or RelreasonError
-    text = read_text(recipe, MAX_RECIPE_BYTES, follow=True)
+    text = read_text(recipe, 1 << 20, follow=True)      # a path the user named: a link is followed
     fd = open_for_update(run / ".lock")                 # regular, one name, not a link
 
 It stands in the core layer (imports nothing of relreason but errors) so that every layer may use it.
@@ -108,7 +109,7 @@ def open_regular(path, follow: bool = False, hint: Optional[str] = None, streams
     raise not_regular(path, mode, hint)
 
 
-def open_for_update(path, flags: int = os.O_RDWR | os.O_CREAT, mode: int = 0o644) -> int:
+def open_for_update(path, flags: int = os.O_RDWR | os.O_CREAT, mode: int = 0o666) -> int:
     """A descriptor of the run's own file `path` that relreason writes in place (truncates, appends):
     refused unless it is a regular file with no other name (a hard link would let the write reach a
     file outside the run) and no symbolic link. Never blocks (a FIFO there is refused)."""
@@ -135,19 +136,6 @@ def open_for_update(path, flags: int = os.O_RDWR | os.O_CREAT, mode: int = 0o644
                              "the run", "remove it (the other names keep the file): relreason makes its own")
     os.set_blocking(fd, True)
     return fd
-
-
-def check_updatable(path) -> None:
-    """Refuses `path`, when it exists, for what open_for_update refuses (a link, a hard link, not a
-    regular file): for a file relreason is about to write in place by a library's own open()."""
-    path = Path(path)
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(st.st_mode):
-        raise link_error(path)
-    os.close(open_for_update(path, os.O_RDONLY))
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -413,7 +401,7 @@ def escape_markup(text) -> str:
 
 
 __all__ = ["MAX_JSON_BYTES", "MAX_JSONL_BYTES", "MAX_LINE_BYTES", "MAX_DEPTH", "MAX_INT_DIGITS", "HINT", "kind_of",
-           "link_error", "not_regular", "open_regular", "open_for_update", "check_updatable", "read_fd", "read_bytes",
+           "link_error", "not_regular", "open_regular", "open_for_update", "read_fd", "read_bytes",
            "decode", "read_text", "json_depth", "parse_json", "read_json", "read_json_object", "maybe_json_object",
            "jsonl_lines", "shown", "DTYPE_BYTES", "safetensors_header", "fd_path", "check_name", "escape",
            "escape_markup"]

@@ -98,7 +98,7 @@ class RunLock:
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             # never through a link, a hard link or a FIFO: truncating it would empty a file outside the run
-            fd = open_for_update(self.path)
+            fd = open_for_update(self.path, mode=0o644)
         except OSError as e:
             raise RelreasonError(f"cannot lock {self.directory}: {e.strerror}", "choose a writable --out directory") from None
         try:
