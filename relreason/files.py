@@ -327,21 +327,21 @@ def safetensors_header(fd: int, path, hint: Optional[str] = None) -> dict[str, t
     size = os.fstat(fd).st_size
     head = os.pread(fd, 8, 0)
     if len(head) < 8:
-        raise RelreasonError(f"{path} is not a safetensors file (too short)", hint)
+        raise RelreasonError(f"{path} is corrupt: not a safetensors file (too short)", hint)
     n = int.from_bytes(head, "little")
     if n > MAX_SAFETENSORS_HEADER or 8 + n > size:
-        raise RelreasonError(f"{path} is not a safetensors file (its header says {n} bytes, the file has {size})",
+        raise RelreasonError(f"{path} is corrupt: its header says {n} bytes, the file has {size}",
                              hint)
     header = parse_json(decode(os.pread(fd, n, 8), path, hint), path, hint)
     if not isinstance(header, dict):
-        raise RelreasonError(f"{path} is not a safetensors file (its header is not a JSON object)", hint)
+        raise RelreasonError(f"{path} is corrupt: its header is not a JSON object", hint)
     out, spans = {}, []
     for name, entry in header.items():
         if name == "__metadata__":
             if not isinstance(entry, dict) or not all(isinstance(v, str) for v in entry.values()):
-                raise RelreasonError(f"{path}: __metadata__ must map names to strings", hint)
+                raise RelreasonError(f"{path} is corrupt: __metadata__ must map names to strings", hint)
             continue
-        where = f"{path}: tensor {name!r}"
+        where = f"{path} is corrupt: tensor {name!r}"
         if not isinstance(entry, dict) or entry.get("dtype") not in DTYPE_BYTES:
             raise RelreasonError(f"{where} has no known dtype ({shown(entry)[:30]})", hint)
         shape, offsets = entry.get("shape"), entry.get("data_offsets")
@@ -358,10 +358,10 @@ def safetensors_header(fd: int, path, hint: Optional[str] = None) -> dict[str, t
     end = 0
     for begin, stop in sorted(spans):
         if begin != end:
-            raise RelreasonError(f"{path}: its tensors' data overlap or leave gaps (at byte {begin})", hint)
+            raise RelreasonError(f"{path} is corrupt: its tensors' data overlap or leave gaps (at byte {begin})", hint)
         end = stop
     if 8 + n + end != size:
-        raise RelreasonError(f"{path} is {size} bytes, its header describes {8 + n + end} (cut, or extended)", hint)
+        raise RelreasonError(f"{path} is corrupt: {size} bytes, its header describes {8 + n + end} (cut, or extended)", hint)
     return out
 
 
