@@ -91,8 +91,9 @@ def open_regular(path, follow: bool = False, hint: Optional[str] = None, streams
     """A read-only descriptor of the regular file `path` (the caller closes it). Never blocks: a FIFO
     opens at once (O_NONBLOCK) and is refused after fstat, as is anything else not a regular file;
     `follow=False` refuses a symbolic link (a file inside a run), `follow=True` follows one (a path
-    the user named). `streams=True` accepts a pipe or a terminal too (read once, to its end; the
-    descriptor is then blocking again; "-" is standard input). Raises RelreasonError naming the file."""
+    the user named). `streams=True` accepts a pipe or a terminal too (read once, to its end; a named
+    pipe is opened again blocking, to wait for its writer; "-" is standard input). Raises RelreasonError
+    naming the file."""
     if streams and str(path) == "-":  # standard input
         return os.dup(sys.stdin.fileno())
     path = Path(path)
@@ -102,10 +103,19 @@ def open_regular(path, follow: bool = False, hint: Optional[str] = None, streams
     except OSError as e:
         raise _open_error(path, e, hint) from None
     mode = os.fstat(fd).st_mode
-    if stat.S_ISREG(mode) or (streams and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode))):
+    if stat.S_ISREG(mode) or (streams and stat.S_ISCHR(mode)):
         os.set_blocking(fd, True)
         return fd
     os.close(fd)
+    if streams and stat.S_ISFIFO(mode):  # a pipe the user named: wait for its writer, as `cat` does
+        try:
+            fd = os.open(path, flags & ~os.O_NONBLOCK)
+        except OSError as e:
+            raise _open_error(path, e, hint) from None
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return fd
+        os.close(fd)
+        raise RelreasonError(f"{path} changed while it was opened", hint or "check the path")
     raise not_regular(path, mode, hint)
 
 

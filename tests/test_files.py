@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -91,10 +92,16 @@ def test_python_limits_become_one_line_naming_the_file(tmp_path, text, problem):
 def test_a_stream_is_read_once_to_its_end(tmp_path):
     fifo = tmp_path / "answers"
     os.mkfifo(fifo)
-    writer = threading.Thread(target=lambda: fifo.write_text('{"a": 1}\n{"b": 2}\n'))
+
+    def write():
+        time.sleep(0.3)  # the reader opens first: it must wait for the writer, not read an empty pipe
+        fifo.write_text('{"a": 1}\n{"b": 2}\n')
+
+    writer = threading.Thread(target=write, daemon=True)  # never holds the suite when the read fails
     writer.start()
-    assert [line for _, line in jsonl_lines(fifo, streams=True)] == ['{"a": 1}\n', '{"b": 2}\n']
-    writer.join()
+    lines = [line for _, line in jsonl_lines(fifo, streams=True)]
+    writer.join(timeout=30)
+    assert lines == ['{"a": 1}\n', '{"b": 2}\n']
 
 
 def _weights(**tensors) -> bytes:
