@@ -34,12 +34,16 @@ import functools
 import json
 import os
 import re
+import stat
+import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
 
 from relreason.errors import RelreasonError
+from relreason.files import (MAX_JSONL_BYTES, escape, kind_of, link_error, maybe_json_object, parse_json, read_bytes,
+                             read_json_object)
 from relreason.typecheck import JSON, Mismatch, check, kind
 
 # -- the layout ----------------------------------------------------------------------------------
@@ -168,7 +172,12 @@ class RunDir:
         if cfg is not None and isinstance(cfg.get("config"), dict):
             return True
         res = _read_object(self.results)
-        return res is not None and is_run_results(res)
+        if res is not None and is_run_results(res):
+            return True
+        # a damaged config.json beside a run's own files (its log, its lock, a checkpoint): a damaged run,
+        # which `relreason runs` lists with its problem rather than leaving out
+        return cfg is None and os.path.lexists(self.config) and any(
+            os.path.lexists(p) for p in (self.metrics, self.lock, self.last.path, self.best.path))
 
     def cell(self) -> Optional[tuple[str, str, str, int]]:
         """(ablation, variant, task, seed) when this is the run of an ablation cell
@@ -209,22 +218,29 @@ def check_no_links(run_dir: Path) -> None:
     for path in paths:
         if path.is_symlink():
             raise link_error(path)
+    check_kinds(run_dir)
 
 
-def link_error(path: Path) -> RelreasonError:
-    """The error of a symbolic link found where a run keeps its own file (`check_no_links`)."""
-    return RelreasonError(f"{path} is a symbolic link (to {os.readlink(path)}); relreason follows no link inside "
-                          "a run directory", "remove the link (its target stays as it is), or put the real file "
-                          "in its place")
+def check_kinds(run_dir: Path) -> None:
+    """Refuses a run directory whose config.json, metrics.jsonl, results.json or .lock is not a regular
+    file, or whose best/ or last/ is not a folder (a FIFO there would hang a reader; a file named
+    last/ would leave a resume between "nothing to resume" and "already exists"). RelreasonError."""
+    rd = RunDir(run_dir)
+    for path, want, test in [*((p, "a regular file", stat.S_ISREG) for p in (rd.config, rd.metrics, rd.results,
+                                                                              rd.lock)),
+                             *((p, "a folder", stat.S_ISDIR) for p in (rd.best.path, rd.last.path))]:
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            continue
+        if not test(mode):
+            raise RelreasonError(f"{path} is {kind_of(mode)}, not {want}",
+                                 "remove it or put the run's own file back: relreason made it otherwise")
 
 
 def _read_object(path: Path) -> Optional[dict]:
-    """The JSON object in `path`; None when it is missing, unreadable or not an object."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) else None
+    """The JSON object in `path`; None when it is missing, unreadable, hostile or not an object."""
+    return maybe_json_object(path)
 
 
 # -- validation ----------------------------------------------------------------------------------
@@ -299,22 +315,10 @@ def _plain(obj) -> Any:
 
 
 def read_object(path: Path, hint: str = _HINT) -> dict:
-    """The JSON object stored in `path`. Raises RelreasonError (one line) when it is missing,
-    unreadable, not JSON (a cut file) or not an object."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise RelreasonError(f"{path} does not exist", hint) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise RelreasonError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}", hint) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        raise RelreasonError(f"{path} is corrupt: not valid JSON (cut by a kill, or edited)", hint) from None
-    if not isinstance(data, dict):
-        raise RelreasonError(f"{path} holds {_shown(data)}, not a JSON object", hint)
-    return data
+    """The JSON object stored in `path`, read by the guarded reader (relreason.files.read_json_object).
+    Raises RelreasonError (one line) when it is missing, not a regular file, a link, too large,
+    unreadable, not JSON (a cut file), hostile (too deep, a huge integer) or not an object."""
+    return read_json_object(path, hint)
 
 
 _COUNT = {"min": 0}  # the metadata of a count or a time: never negative
@@ -470,6 +474,9 @@ class TrainerState:
         if (state.best_val is None) != (state.best_examples is None):
             raise FieldError(file, "best_examples" if state.best_val is not None else "best_val",
                              "is null while the other of best_val and best_examples is not")
+        if state.step > state.examples or (state.step == 0) != (state.examples == 0):
+            raise FieldError(file, "step", f"is {state.step} for {state.examples} examples: every step trains "
+                             "at least one example, and examples need a step")
         if state.best_examples is not None and state.best_examples > state.examples:
             raise FieldError(file, "best_examples", f"is {state.best_examples}, past the {state.examples} "
                              "examples trained")
@@ -553,8 +560,8 @@ def parse_row(line: str, file: str = METRICS) -> Optional[MetricsRow]:
     """The row one line of metrics.jsonl holds; None for a line cut by a kill or an event this version
     does not know. Raises FieldError for a known event with a missing or ill-typed field."""
     try:
-        data = json.loads(line)
-    except (json.JSONDecodeError, RecursionError):
+        data = parse_json(line, file, constants=True)
+    except RelreasonError:
         return None
     cls = _ROWS.get(data.get("event")) if isinstance(data, dict) else None
     if cls is None:
@@ -566,17 +573,19 @@ def scan_metrics(path: Path) -> tuple[list[tuple[int, str, MetricsRow]], list[tu
     """Every line of the metrics.jsonl `path`: (line number, text, row) of the rows that validate, and
     (line number, what is wrong, "metrics.jsonl:3: field 'score' ...") of those that do not (a line
     cut by a kill, one edited, an ill-typed field). Lines of events this version does not know are
-    neither. ([], []) when there is no file."""
+    neither. ([], []) when there is no file. Raises RelreasonError when it is not a regular file or
+    larger than MAX_JSONL_BYTES (relreason.files)."""
     path = Path(path)
-    if not path.is_file():
+    if not os.path.lexists(path):
         return [], []
     rows, damaged = [], []
-    for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+    text = read_bytes(path, MAX_JSONL_BYTES).decode("utf-8", errors="replace")
+    for i, line in enumerate(text.splitlines(), 1):
         where = f"{path.name}:{i}"
         try:
-            data = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            damaged.append((i, f"{where} is cut or not JSON"))
+            data = parse_json(line, where, constants=True)
+        except RelreasonError as e:
+            damaged.append((i, f"{where} is cut or not JSON" if "not valid JSON" in e.message else e.message))
             continue
         if not isinstance(data, dict):
             damaged.append((i, f"{where} is not a JSON object"))
@@ -599,9 +608,16 @@ def read_metrics(path: Path, problems: Optional[list] = None) -> list[MetricsRow
     path = Path(path)
     if path.is_dir():
         path = RunDir(path).metrics
-    rows, damaged = scan_metrics(path)
+    if problems is None:
+        rows, damaged = scan_metrics(path)
+    else:
+        try:
+            rows, damaged = scan_metrics(path)
+        except RelreasonError as e:  # a FIFO, a directory, a huge file: the run is listed as damaged
+            problems.append(escape(e.message))
+            return []
     if problems is not None:
-        problems.extend(what for _, what in damaged)
+        problems.extend(escape(what) for _, what in damaged)
     return [row for _, _, row in rows]
 
 
@@ -615,4 +631,4 @@ __all__ = ["CONFIG", "METRICS", "RESULTS", "LOCK", "BEST", "LAST", "EXPORT", "CE
            "old_checkpoint", "Checkpoint", "RunDir", "find_run_dirs", "FieldError", "read_object", "SCHEMA_VERSION",
            "TestScores", "RunResults", "read_results", "is_run_results", "RunRecord", "read_run_record",
            "TrainerState", "read_trainer_state", "ValidationRow", "ResumeRow", "TestRow", "DivergedRow", "MetricsRow",
-           "row_json", "parse_row", "scan_metrics", "read_metrics", "validations", "check_no_links", "link_error"]
+           "row_json", "parse_row", "scan_metrics", "read_metrics", "validations", "check_no_links", "check_kinds", "link_error"]

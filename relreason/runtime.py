@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 from relreason.errors import RelreasonError
-from relreason.rundir import LOCK, link_error
+from relreason.files import open_for_update, open_regular, parse_json
+from relreason.rundir import LOCK
 
 
 def cli_command() -> str | None:
@@ -96,11 +97,9 @@ class RunLock:
 
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            # never through a link: truncating it would empty a file outside the run (rundir.check_no_links)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            # never through a link, a hard link or a FIFO: truncating it would empty a file outside the run
+            fd = open_for_update(self.path, mode=0o644)
         except OSError as e:
-            if self.path.is_symlink():
-                raise link_error(self.path) from None
             raise RelreasonError(f"cannot lock {self.directory}: {e.strerror}", "choose a writable --out directory") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -134,9 +133,10 @@ class RunLock:
 
 def _read_holder(fd: int) -> dict:
     try:
-        return json.loads(os.pread(fd, 4096, 0) or b"{}")
-    except (OSError, ValueError):
+        holder = parse_json(os.pread(fd, 4096, 0).decode("utf-8", errors="replace") or "{}", LOCK)
+    except (OSError, RelreasonError):
         return {}
+    return holder if isinstance(holder, dict) else {}
 
 
 def lock_holder(directory: Path) -> dict | None:
@@ -145,8 +145,8 @@ def lock_holder(directory: Path) -> dict | None:
 
     path = Path(directory) / RunLock.NAME
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
+        fd = open_regular(path)  # a FIFO there must not hang `relreason runs`
+    except RelreasonError:
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)

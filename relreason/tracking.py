@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from relreason.errors import RelreasonError
+from relreason.files import maybe_json_object
 from relreason.registry import Registry
 
 
@@ -115,10 +116,7 @@ class WandbTracker:
                               settings=wandb.Settings(console="off", quiet=True))
 
     def _stored(self) -> dict:
-        try:
-            data = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            return {}  # none yet (the tracker came on at this resume) or unreadable: a new W&B run
+        data = maybe_json_object(self.path)  # None: none yet (the tracker came on at this resume) or unreadable
         ok = isinstance(data, dict) and isinstance(data.get("id"), str) and isinstance(data.get("step"), int)
         return data if ok else {}
 

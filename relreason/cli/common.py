@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from relreason.errors import RelreasonError
+from relreason.files import escape_markup
 from relreason.runtime import progress  # noqa: F401  (re-exported for the commands)
 
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
@@ -71,9 +72,9 @@ def debug() -> bool:
 
 def print_error(message: str, hint: str | None) -> None:
     """The one format of every error: `Error: message` and, when there is one, `Hint: hint`."""
-    err.print(f"[bold red]Error:[/] {escape(message)}", highlight=False)
+    err.print(f"[bold red]Error:[/] {escape_markup(message)}", highlight=False)  # control characters too
     if hint:
-        err.print(f"[bold]Hint:[/] {escape(hint)}", highlight=False)
+        err.print(f"[bold]Hint:[/] {escape_markup(hint)}", highlight=False)
 
 
 # What to do about a file-system error, by errno (the message comes from the OS).

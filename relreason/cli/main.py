@@ -102,12 +102,12 @@ def _flat(tree: dict) -> dict[str, object]:
 
 
 def _recipes() -> Rows:
-    from relreason.config import RECIPES, SECTIONS, find_recipe, read_recipe, recipe_names
+    from relreason.config import RECIPES, SECTIONS, find_recipe, read_recipe, read_recipe_text, recipe_names
 
     rows = []
     for name in recipe_names():
         recipe, _ = read_recipe(name)
-        lines = find_recipe(name).read_text().splitlines()
+        lines = read_recipe_text(find_recipe(name)).splitlines()
         head = [x.lstrip("#").strip() for x in itertools.takewhile(lambda x: x.startswith("#"), lines)]
         prose = " ".join(head[1:])
         summary = re.split(r"(?<!et al)(?<!e\.g)(?<!i\.e)\.\s", prose + " ")[0].rstrip(".") + "." if prose else ""

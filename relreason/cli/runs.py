@@ -52,7 +52,7 @@ def _print_table(table) -> None:
 def _warn_problems(runs) -> None:
     for r in runs:
         for p in r.problems:
-            err.print(f"warning: {r.name}: {p}", highlight=False)
+            err.print(f"warning: {r.name}: {p}", highlight=False, markup=False)
 
 
 @report_errors

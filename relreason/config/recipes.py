@@ -20,6 +20,7 @@ import yaml
 from relreason.config.schema import SECTIONS
 from relreason.config.strict_yaml import load_yaml
 from relreason.errors import RelreasonError
+from relreason.files import read_text
 from relreason.registry import Registry
 from relreason.runtime import recipe_dir
 
@@ -81,11 +82,23 @@ def recipe_names() -> list[str]:
 RECIPE_KEYS = ("inherit", "deviation", "models", "tasks") + SECTIONS  # what a recipe file may hold
 
 
+MAX_RECIPE_BYTES = 1 << 20  # a recipe is a few KiB: a larger file is refused before YAML parses it
+
+
+def read_recipe_text(path: Path) -> str:
+    """The text of the recipe file `path` (a path the user named: a link is followed), by the guarded
+    reader: a regular file of at most MAX_RECIPE_BYTES (relreason.files)."""
+    try:
+        return read_text(path, MAX_RECIPE_BYTES, follow=True, hint="give a YAML recipe of a few KiB")
+    except RelreasonError as e:
+        raise RelreasonError(f"recipe {e.message}", e.hint) from None
+
+
 def read_recipe(recipe: str) -> tuple[dict, dict[tuple[str, ...], str]]:
     """A recipe file's mapping and its line comments by key path (("train", "lr") -> "paper Table 5")."""
     path = find_recipe(recipe)
     try:
-        text = path.read_text()
+        text = read_recipe_text(path)
         data = load_yaml(text) or {}
     except yaml.YAMLError as e:
         raise RelreasonError(f"recipe {path} is not valid YAML: {str(e).splitlines()[0]}", "fix the file") from None

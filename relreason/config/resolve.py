@@ -37,7 +37,7 @@ import yaml
 
 from relreason.config.recipes import PAPER, paper_recipe, read_recipe, recipe_deviation
 from relreason.config.schema import SECTIONS, Config, TrainConfig, validate
-from relreason.config.strict_yaml import load_yaml
+from relreason.config.strict_yaml import IntegerTooLong, load_yaml
 from relreason.errors import RelreasonError
 from relreason.protocol import NOT_PROTOCOL_KEYS
 from relreason.typecheck import YAML, Mismatch, check
@@ -152,6 +152,8 @@ def parse_overrides(items: list[str]) -> dict:
             raise RelreasonError(f"--set key {key!r} must be SECTION.KEY", f"sections: {', '.join(SECTIONS)}")
         try:
             value = load_yaml(raw) if raw.strip() else ""
+        except IntegerTooLong as e:
+            raise RelreasonError(f"--set {key.strip()}: {e}", "give a number of a sensible size") from None
         except yaml.YAMLError:
             value = raw
         tree.setdefault(parts[0], {})[parts[1]] = value

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from relreason.files import MAX_INT_DIGITS
 
 MAX_YAML_NODES = 100_000  # a recipe holds a few hundred values; aliases may not expand it beyond this
 
@@ -33,6 +34,21 @@ class _StrictLoader(yaml.SafeLoader):
                             f"and {line}): remove one", key_node.start_mark)
                     seen[key_node.value] = line
         return super().construct_mapping(node, deep)
+
+
+class IntegerTooLong(yaml.YAMLError):
+    """A YAML integer of more digits than relreason.files.MAX_INT_DIGITS (Python's int() would refuse
+    4,300 with a ValueError; no setting needs more than 20)."""
+
+
+def _construct_int(loader: _StrictLoader, node):
+    digits = len(node.value.lstrip("+-"))
+    if digits > MAX_INT_DIGITS:
+        raise IntegerTooLong(f"an integer of {digits} digits, more than the {MAX_INT_DIGITS} a setting may have")
+    return loader.construct_yaml_int(node)
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 def _expanded_size(node, sizes: dict[int, int]) -> int:

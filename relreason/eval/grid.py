@@ -26,6 +26,7 @@ from typing import Callable, Sequence
 
 from relreason.data.families import graph_name
 from relreason.errors import RelreasonError
+from relreason.files import read_json
 
 SWEEP_FILE = "ood_sweep.json"  # a sweep's file when --save names a directory (a run's)
 SWEEP_KIND = "ood_sweep"
@@ -113,9 +114,9 @@ def read_sweep(path: Path) -> dict:
                 else "give a sweep file written by `relreason eval RUN --ood LIST --save FILE`, or its run directory")
         raise RelreasonError(f"{target} does not exist", hint)
     try:
-        doc = json.loads(target.read_text())
-    except (OSError, ValueError) as e:
-        raise RelreasonError(f"{target} is not readable JSON ({e})",
+        doc = read_json(target, follow=True)
+    except RelreasonError as e:
+        raise RelreasonError(f"{target} is not readable JSON ({e.message})",
                              "write it again with relreason eval --save") from None
     if not isinstance(doc, dict) or doc.get("kind") != SWEEP_KIND:
         raise RelreasonError(f"{target} is not a size sweep (no kind: {SWEEP_KIND})",

@@ -30,7 +30,10 @@ text evaluation (relreason.train.text), so a dump of our answers scores here exa
 
 from __future__ import annotations
 
+import functools
 import json
+import math
+import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +47,7 @@ from relreason.data.store import atomic_path
 from relreason.data.text import (SCORE_TITLES, ExampleId, TextScore, check_stream, draw_sample, render_dataset,
                                  resolve_text_split, score_answer, split_batches, split_ids)
 from relreason.errors import RelreasonError
+from relreason.files import MAX_JSONL_BYTES, jsonl_lines, parse_json
 
 WRONG = TextScore(0.0, 0.0, 0.0)  # a missing prediction
 FORMAT_HINT = 'one JSON object per line: {"id": ... or "question": ..., "prediction": ...}'
@@ -136,38 +140,59 @@ class AnsweredExample:
                            "answer": self.answer, "algorithm": self.id.algorithm, "length": self.id.length})
 
 
-MAX_LINE_BYTES = 16 << 20  # one answer line: a question and answer of the largest size (n=1600) fit many times
 # What one line may ask to draw again: examples 0..index of a stream of graphs of `size` nodes. The splits
 # of the presets ask at most 10,000 examples at sizes up to 20 (2e5 nodes); an id past this would run
 # for hours (insertion_sort/n1600/s3/i9000000 draws 1.4e10 nodes).
 MAX_DRAWN_NODES = 2_000_000
+# What drawing an id again costs grows with its algorithm's trajectory (floyd_warshall's n^3 values,
+# lcs_length's n^2 cells each step...), not with its node count: one example's trajectory may hold
+# MAX_EXAMPLE_VALUES (~80 MB as float64; floyd_warshall at n=150; the presets' sizes stay below 20),
+# those of one file MAX_TRAJECTORY_VALUES (the time), and they are run CHUNK_VALUES at a time (the memory).
+MAX_EXAMPLE_VALUES = 10_000_000
+MAX_TRAJECTORY_VALUES = 1_000_000_000
+CHUNK_VALUES = 50_000_000
+
+
+@functools.lru_cache(maxsize=None)
+def _trajectory_growth(algorithm: str) -> tuple[int, int, float]:
+    """(n0, values at n0, exponent): how the values of one trajectory of `algorithm` grow with its size,
+    measured by running it at two small sizes (n0 and 2 n0), so that every algorithm, a plugin's too,
+    is bounded by its own cost without a table of complexities to keep."""
+    alg = ALGORITHMS.get(algorithm)
+    n0 = max(alg.min_size, 16)
+    values = []
+    for n in (n0, 2 * n0):
+        data = run_samples(alg, [alg.sample(np.random.RandomState(0), n)])
+        values.append(sum(a.size for part in (data.inputs, data.hints, data.outputs) for a in part.values()))
+    return n0, values[0], max(1.0, math.log2(values[1] / values[0]))
+
+
+def trajectory_values(algorithm: str, length: int) -> int:
+    """About how many values one trajectory of `algorithm` at size `length` holds (_trajectory_growth)."""
+    n0, values, exponent = _trajectory_growth(algorithm)
+    return math.ceil(values * (length / n0) ** exponent)
 
 
 def _lines(path: Path, what: str) -> Iterator[tuple[int, dict]]:
-    """(line number, object) of every non-blank line of a JSONL file; one-line errors (a line that is
-    not UTF-8, too long, not JSON, nested too deeply, or not an object)."""
-    if not path.is_file():
+    """(line number, object) of every non-blank line of a JSONL file, or of a stream read once (`-` for
+    standard input, /dev/stdin, a FIFO); one-line errors (a line that is not UTF-8, too long, not JSON,
+    nested too deeply, holding a huge integer, or not an object). Read by relreason.files."""
+    if str(path) != "-" and not os.path.exists(path):
         raise RelreasonError(f"{what} file {path} does not exist", "check the path")
-    with open(path, "rb") as f:
-        for i, raw in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), 1):
-            if len(raw) > MAX_LINE_BYTES:
-                raise RelreasonError(f"{path}:{i} is longer than {MAX_LINE_BYTES >> 20} MiB", FORMAT_HINT)
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise RelreasonError(f"{path}:{i} is not UTF-8 text (byte {e.start + 1}): is it a JSONL file?",
-                                     FORMAT_HINT) from None
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
+    for i, line in jsonl_lines(path, MAX_JSONL_BYTES, FORMAT_HINT, follow=True, streams=True, strict=True):
+        if not line.strip():
+            continue
+        try:
+            row = parse_json(line, f"{path}:{i}", FORMAT_HINT)
+        except RelreasonError as e:
+            if "not valid JSON" in e.message:
                 raise RelreasonError(f"{path}:{i} is not JSON", FORMAT_HINT) from None
-            except RecursionError:
+            if " nests " in e.message:
                 raise RelreasonError(f"{path}:{i} is nested too deeply to be an answer", FORMAT_HINT) from None
-            if not isinstance(row, dict):
-                raise RelreasonError(f"{path}:{i} is not a JSON object", FORMAT_HINT)
-            yield i, row
+            raise
+        if not isinstance(row, dict):
+            raise RelreasonError(f"{path}:{i} is not a JSON object", FORMAT_HINT)
+        yield i, row
 
 
 def _string(row: dict, key: str, where: str, required: bool) -> str | None:
@@ -269,6 +294,7 @@ def truth_of_ids(ids: Iterable[ExampleId], chunk: int = 256) -> dict[ExampleId, 
         rng = np.random.RandomState(seed)
         samples = [(k, s) for k, s in ((k, draw_sample(alg, rng, length, decimals)) for k in range(last + 1))
                    if k in wanted]
+        chunk = max(1, min(chunk, CHUNK_VALUES // trajectory_values(algorithm, length)))  # bounded memory
         for start in range(0, len(samples), chunk):
             part = samples[start: start + chunk]
             questions, answers = render_dataset(run_samples(alg, [s for _, s in part]), hints)
@@ -282,7 +308,8 @@ def truth_of_ids(ids: Iterable[ExampleId], chunk: int = 256) -> dict[ExampleId, 
 
 def _checked_ids(predictions: Sequence[Prediction], source: str, drawn: bool) -> None:
     """Each id's stream is one we can draw, and when the examples are `drawn` again from the ids, within
-    MAX_DRAWN_NODES (a one-line error naming the line)."""
+    MAX_DRAWN_NODES and, all together, MAX_TRAJECTORY_VALUES (a one-line error naming the line)."""
+    total = 0
     for p in predictions:
         if p.id is not None:
             try:
@@ -296,6 +323,17 @@ def _checked_ids(predictions: Sequence[Prediction], source: str, drawn: bool) ->
                                      f"{MAX_DRAWN_NODES:,} one answer may ask)",
                                      "score it against its split instead (--truth FILE made by `relreason "
                                      "generate --text`), or give ids of smaller index or size")
+            values = trajectory_values(p.id.algorithm, p.id.length) if drawn else 0
+            total += values
+            if values > MAX_EXAMPLE_VALUES or total > MAX_TRAJECTORY_VALUES:
+                what, limit = ((f"its trajectory holds about {values:,} values", MAX_EXAMPLE_VALUES)
+                               if values > MAX_EXAMPLE_VALUES else
+                               (f"the trajectories of the ids so far hold about {total:,} values", MAX_TRAJECTORY_VALUES))
+                raise RelreasonError(f"{source}:{p.line}: id {p.id}: {what}, more than the {limit:,} it may ask to "
+                                     f"draw again ({p.id.algorithm}'s grows as n^"
+                                     f"{_trajectory_growth(p.id.algorithm)[2]:.1f})",
+                                     "score it against its split instead (--truth FILE made by `relreason "
+                                     "generate --text`), or give ids of smaller size")
 
 
 def _match(predictions: Sequence[Prediction], truth: Truth, source: str) -> dict[int, Prediction]:

@@ -14,6 +14,7 @@ above it): the caller hands over the resolved config and its task entries (relre
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -68,10 +69,67 @@ def build_nar(cfg, tasks: list, device: torch.device) -> BuiltNar:
     from relreason.models.processors import PROCESSORS
 
     specs = {t.name: prepare_spec(t.spec, cfg.model, t.algorithm) for t in tasks}
+
+    def build() -> nn.Module:
+        if len(tasks) == 1:
+            return build_model(specs[tasks[0].name], cfg.model, cfg.model_name, cfg.processor)
+        return MultiNet(specs, cfg.model, PROCESSORS.get(cfg.model_name).build(cfg.processor, cfg.model.hidden))
+
+    check_model_memory(cfg, build, device)
     torch.manual_seed(cfg.train.seed)
-    if len(tasks) == 1:
-        model = build_model(specs[tasks[0].name], cfg.model, cfg.model_name, cfg.processor)
-    else:
-        processor = PROCESSORS.get(cfg.model_name).build(cfg.processor, cfg.model.hidden)
-        model = MultiNet(specs, cfg.model, processor)
-    return BuiltNar(list(tasks), specs, model.to(device))
+    return BuiltNar(list(tasks), specs, build().to(device))
+
+
+# A model's weights, gradients and Adam's two moments: four float32 copies of every parameter
+TRAINING_COPIES = 4
+PARAMETER_BYTES = 4
+
+
+def _sizes(cfg) -> list[tuple[str, int]]:
+    """("section.key", value) of every integer setting of the model and processor sections."""
+    out = []
+    for section in ("model", "processor"):
+        values = getattr(cfg, section, None)
+        fields = dataclasses.asdict(values) if dataclasses.is_dataclass(values) else (values or {})
+        out += [(f"{section}.{k}", v) for k, v in fields.items() if type(v) is int]
+    return out
+
+
+def memory_limit(device: torch.device) -> int:
+    """Bytes a model may take on `device`: the GPU's free memory, else the memory this process can use."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    from relreason.runtime import available_memory
+
+    return available_memory()
+
+
+def check_model_memory(cfg, build, device: torch.device, limit: int | None = None) -> None:
+    """Refuses a configuration whose model would not fit in memory, before anything is allocated: the
+    sizes read from a config (a hub folder's, a checkpoint's) are untrusted, and `model.hidden:
+    1000000000` must be one line naming the key, not an allocation that takes the machine down.
+
+    First a bound that costs nothing: each processor layer holds at least one hidden x hidden matrix,
+    so `layers x hidden^2` parameters (which also keeps the exact count below from constructing a
+    million layers); then the exact count of `build()` on the meta device, which allocates nothing.
+    Training keeps TRAINING_COPIES copies of each float32 parameter. Raises RelreasonError."""
+    limit = memory_limit(device) if limit is None else limit
+    sizes = dict(_sizes(cfg))
+    hidden = sizes.get("model.hidden") or sizes.get("model.width") or 1  # a NAR's H, a text model's D
+    layers = sizes.get("processor.layers") or sizes.get("model.layers") or 1
+    bound = layers * hidden * hidden * PARAMETER_BYTES * TRAINING_COPIES
+    if bound <= limit:
+        with torch.device("meta"):
+            model = build()
+        bound = sum(p.numel() for p in model.parameters()) * PARAMETER_BYTES * TRAINING_COPIES
+    if bound > limit:
+        key, value = max(((k, v) for k, v in sizes.items() if v > 1), key=lambda kv: kv[1], default=("model.hidden",
+                                                                                                        hidden))
+        raise RelreasonError(f"{key}={value:,} asks for a model of {_gib(bound)} (weights, gradients and Adam's "
+                             f"moments), more than the {_gib(limit)} free on {device}",
+                             "check the configuration's sizes (model.hidden, processor.layers, heads ...): a "
+                             "downloaded or edited config.json may ask for anything")
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):,.1f} GiB"

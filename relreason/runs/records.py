@@ -12,14 +12,15 @@ crashes a listing, it carries a `problems` note instead (an unreadable results.j
 from __future__ import annotations
 
 import enum
-import json
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
 
 from relreason.errors import RelreasonError
+from relreason.files import escape, maybe_json_object, read_json_object
 from relreason.eval.metric_kinds import Metric, MetricLookup, resolve_metric
 from relreason.rundir import (RESULTS, DivergedRow, FieldError, ResumeRow, RunDir, RunRecord, RunResults,
                               find_run_dirs, read_metrics, validations)
@@ -82,20 +83,17 @@ class RunInfo:
 def _load(path: Path, record, problems: list):
     """The record (RunRecord or RunResults) stored in `path`; None, with a note in `problems`, when it
     is unreadable or does not validate; None when there is no such file."""
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
     try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        problems.append(f"{path.name} unreadable")
-        return None
-    if not isinstance(data, dict):
-        problems.append(f"{path.name} is not a JSON object")
+        data = read_json_object(path)
+    except RelreasonError as e:  # a FIFO, a directory, a link, a cut file, hostile JSON: listed as damaged
+        problems.append(escape(e.message))
         return None
     try:
         return record.from_dict(data, path.name)
     except FieldError as e:
-        problems.append(e.message)
+        problems.append(escape(e.message))
         return None
 
 
@@ -129,7 +127,8 @@ def _bool(x) -> Optional[bool]:
 
 
 def _str(x) -> Optional[str]:
-    return x if isinstance(x, str) and x else None
+    """A non-empty string read from a run's file, its control characters escaped (it is printed)."""
+    return escape(x) if isinstance(x, str) and x else None
 
 
 def _best(values: Iterable[tuple[float, int]],
@@ -193,7 +192,7 @@ def read_run(path: Path, name: Optional[str] = None, metric_of: Optional[MetricL
         started = rd.config.stat().st_mtime
     cell = rd.cell()
     ablation, variant = (cell[0], cell[1]) if cell is not None and cell[2] == task else (None, None)
-    return RunInfo(path=path, name=name if name is not None else str(path), model=model, task=task, seed=seed,
+    return RunInfo(path=path, name=escape(name if name is not None else str(path)), model=model, task=task, seed=seed,
                    status=status, metric=metric, examples=examples, best_val=best_val, best_examples=best_examples,
                    test=_number(res.test.score) if res else None, test_size=res.test_size if res else None,
                    per_task=per_task, config=cfg, started=started, updated=max(times, default=0.0),
@@ -214,10 +213,7 @@ def _not_a_run_hint(path: Path) -> str:
 def read_ablation(path: Path) -> Optional[dict]:
     """The results.json of an ablation folder ({"ablation", "variants", "tasks", "cells"}), or None."""
     file = Path(path) / RESULTS  # `relreason ablate` writes its tables under the name a run gives its results
-    try:
-        data = json.loads(file.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
+    data = maybe_json_object(file)
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list) or "ablation" not in data:
         return None
     return data

@@ -13,12 +13,12 @@ training examples. Cells no measurement covers are named, never guessed.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from relreason.errors import RelreasonError
+from relreason.files import read_json
 from relreason.studies.cells import Cell, delta_slug
 
 # what makes two cells cost the same (besides the task, the seed and the training examples, scaled)
@@ -39,8 +39,8 @@ def read_costs(costs: Path | None = None) -> dict:
     path = costs_file() if costs is None else Path(costs)
     if path.is_file():
         try:
-            return json.loads(path.read_text())
-        except (OSError, ValueError):
+            return read_json(path, follow=True)  # the guarded reader: a regular file, bounded
+        except RelreasonError:
             raise RelreasonError(f"{path} is not a readable costs file",
                                  "measure again: python scripts/bench_reproduce.py") from None
     if path != costs_file():

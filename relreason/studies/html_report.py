@@ -21,6 +21,7 @@ from pathlib import Path
 
 from relreason.errors import RelreasonError, write_error
 from relreason.eval.report import cell_text
+from relreason.files import escape as escape_text
 from relreason.runs.svg import Series, line_chart
 from relreason.studies.results import CURVES, SWEEPS
 from relreason.studies.results_report import INTRODUCTION, Section, report_sections
@@ -202,6 +203,28 @@ def run_section(run: Path) -> tuple[str, str]:
     return title, "\n".join(parts)
 
 
+def run_sections(runs: list[Path]) -> list[tuple[str, str]]:
+    """run_section of each run directory; a damaged one (a file that does not read back) becomes a
+    section naming the file and what is wrong, and never stops the others. Raises RelreasonError when a
+    folder is no run at all, or when every run named is damaged (there is nothing to show)."""
+    from relreason.rundir import RunDir
+
+    parts, errors = [], []
+    for run in runs:
+        try:
+            parts.append(run_section(run))
+        except RelreasonError as e:
+            if not RunDir(run).is_run():
+                raise
+            errors.append(e)
+            title = f"run {escape_text(run.name)}: damaged"
+            parts.append((title, f'<section class="report-section" id="{_anchor("run-" + run.name)}" data-kind="run">'
+                                 f"<h2>{inline(title)}</h2><p>{escape(escape_text(e.message))}</p></section>"))
+    if runs and len(errors) == len(runs):
+        raise errors[0]
+    return parts
+
+
 def split_items(items: list[str]) -> tuple[list[str], list[Path]]:
     """`report`'s arguments as (table names, run directories): an existing path is a run directory, any
     other word must be a published table (relreason.studies.tables). Raises RelreasonError for neither."""
@@ -225,7 +248,7 @@ def page(items: list[str], results: Path = Path("results"), margin: float | None
     """The page's HTML and what it holds ({"sections", "tables", "figures"}) for `items` (split_items; none:
     every table with results and the cells in progress, as RESULTS.md)."""
     tables, runs = split_items(items)
-    run_parts = [run_section(r) for r in runs]  # a bad run directory fails before the tables are read
+    run_parts = run_sections(runs)  # a folder that is no run fails before the tables are read
     sections: list[Section] = []
     if tables or not runs:
         sections = report_sections(results, margin, tables or None)

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Callable
 
 from relreason.errors import RelreasonError
+from relreason.files import maybe_json_object
 from relreason.registry import Registry
 from relreason.studies.cells import Cell, cell_label, cell_state, is_held
 
@@ -264,10 +265,7 @@ def write_job_record(cell: Cell, record: dict) -> None:
 
 def job_record(cell: Cell) -> dict:
     """The cell's job.json, or {} (none, or unreadable: the status then names no job)."""
-    try:
-        data = json.loads((cell.directory / JOB_RECORD).read_text())
-    except (OSError, ValueError):
-        return {}
+    data = maybe_json_object(cell.directory / JOB_RECORD)
     return data if isinstance(data, dict) and isinstance(data.get("job"), str) else {}
 
 

@@ -15,12 +15,12 @@ says what is planned and both the script and the report read it, so neither can 
 
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from relreason.errors import RelreasonError
+from relreason.files import MAX_JSON_BYTES, maybe_json_object, read_text
 from relreason.studies.cells import check_models, committed_result, plan_cells, result_identity
 from relreason.studies.sweep import parse_models
 from relreason.studies.tables import TABLES
@@ -81,11 +81,7 @@ def parse_plan_line(text: str, where: str) -> PlanLine:
 
 def read_plan(path: Path) -> list[PlanLine]:
     """The plan lines of `path`, in order (comments and blank lines skipped)."""
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise RelreasonError(f"cannot read the results plan {path}: {e.strerror}", "see relreason.studies.plan") \
-            from None
+    text = read_text(path, MAX_JSON_BYTES, follow=True, hint="see relreason.studies.plan")
     lines = []
     for number, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
@@ -99,9 +95,8 @@ def _progress(results: Path, rel: Path, cell) -> dict | None:
     path = Path(results) / "progress" / rel.parent / f"{rel.name}.json"
     if not path.is_file():
         return None
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
+    record = maybe_json_object(path)
+    if record is None:
         return None
     same = result_identity(record.get("config") or {}) == result_identity(cell.config.to_dict())
     return record if same else None

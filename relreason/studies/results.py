@@ -23,6 +23,7 @@ from pathlib import Path
 
 from relreason.config import config_from_dict
 from relreason.errors import RelreasonError
+from relreason.files import maybe_json_object
 from relreason.eval.grid import SWEEP_FILE, read_sweep
 from relreason.rundir import (CELL_RUN, RunDir, RunResults, read_object, read_run_record, read_trainer_state,
                               seed_of_dir)
@@ -45,7 +46,7 @@ def _write(path: Path, data: dict) -> bool:
     from relreason.data.store import atomic_path
 
     text = json.dumps(data, indent=1, sort_keys=True) + "\n"
-    if path.is_file() and path.read_text() == text:
+    if maybe_json_object(path) is not None and path.read_text() == text:  # a regular file, read guarded first
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:

@@ -31,6 +31,7 @@ from relreason import __version__
 from relreason.config import Config, config_from_dict
 from relreason.data.store import current_umask, owner_tag, remove_stale_temporaries
 from relreason.errors import RelreasonError, write_error
+from relreason.files import fd_path, open_regular, read_json_object, safetensors_header, shown
 from relreason.rundir import (CHECKPOINT_CONFIG, OPTIMIZER, OPTIMIZER_META, TRAINER_STATE, WEIGHTS, TrainerState,
                               old_checkpoint, read_object)
 from relreason.plugins import Origin, plugin_version_changes, require_plugins
@@ -134,23 +135,14 @@ def read_checkpoint_meta(path: Path) -> dict:
     path = Path(path)
     recover(path)
     cfg_file = path / CHECKPOINT_CONFIG
-    try:
-        text = cfg_file.read_text()
-    except PermissionError:
-        raise RelreasonError(f"cannot read {cfg_file}: permission denied",
-                             "check the permissions of the checkpoint and its directories (ls -l)") from None
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+    if not os.path.lexists(cfg_file) or not path.is_dir():
         raise RelreasonError(f"{path} is not a checkpoint (no config.json)",
-                             "give a run directory (runs/NAME) or a checkpoint directory (runs/NAME/best)") from None
-    try:
-        meta = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise RelreasonError(f"{cfg_file} is corrupt", "use another checkpoint, e.g. best/ or last/") from None
-    if not isinstance(meta, dict):
-        raise RelreasonError(f"{cfg_file} is corrupt: not a JSON object", "use another checkpoint, e.g. best/ or last/")
+                             "give a run directory (runs/NAME) or a checkpoint directory (runs/NAME/best)")
+    meta = read_json_object(cfg_file, "use another checkpoint, e.g. best/ or last/")
     if meta.get("format") != FORMAT:
-        raise RelreasonError(f"{path} has checkpoint format {meta.get('format')!r}, this relreason reads {FORMAT}",
-                             f"evaluate it with the relreason version that wrote it ({meta.get('relreason')})")
+        raise RelreasonError(f"{cfg_file} has checkpoint format {shown(meta.get('format'))}, this relreason reads "
+                             f"{FORMAT}", f"evaluate it with the relreason version that wrote it "
+                             f"({shown(meta.get('relreason'))})")
     return meta
 
 
@@ -209,8 +201,8 @@ def _origin_here(kind: str, name: str) -> Origin | None:
 def load_weights(path: Path, model: torch.nn.Module) -> None:
     """Loads model.safetensors strictly into `model`, naming missing/unexpected keys."""
     file = Path(path) / WEIGHTS
-    state = read_weights(path)
     own = model.state_dict()
+    state = read_weights(path, own)
     missing, unexpected = sorted(set(own) - set(state)), sorted(set(state) - set(own))
     if missing or unexpected:
         raise RelreasonError(f"{file} does not fit this model: missing {missing[:5]}, unexpected {unexpected[:5]}",
@@ -264,73 +256,156 @@ def check_finite(tensors: dict[str, torch.Tensor], file: Path) -> None:
                              "use another checkpoint (best/ or last/), or train the run again")
 
 
-def read_weights(path: Path) -> dict[str, torch.Tensor]:
-    """The tensors of a checkpoint's model.safetensors, checked readable and finite (RelreasonError)."""
+def read_weights(path: Path, like: dict[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+    """The tensors of a checkpoint's model.safetensors, read by the guarded reader: a regular file (no
+    link, no FIFO), its header checked whole before it is mapped (relreason.files.safetensors_header),
+    of the dtypes and shapes of `like` (a model's state dict) when given, and finite (RelreasonError)."""
     file = Path(path) / WEIGHTS
-    _check_readable(file, "the checkpoint is incomplete; use another one")
+    return _read_tensors(file, "the checkpoint is incomplete; use another one",
+                         "use another checkpoint (best/ or last/)", like)
+
+
+def _read_tensors(file: Path, hint_missing: str, hint: str, like: dict[str, torch.Tensor] | None = None,
+                  strict: bool = False) -> dict[str, torch.Tensor]:
+    """The tensors of the safetensors `file`, each checked: dtypes and shapes against `like`, values
+    finite; a name that `like` lacks is refused with `strict` (else the caller names it). RelreasonError
+    naming the file."""
+    fd = open_regular(file, hint=hint_missing)
     try:
-        state = load_file(str(file))
-    except (SafetensorError, OSError) as e:
-        raise RelreasonError(f"{file} is corrupt: {e}", "use another checkpoint (best/ or last/)") from None
+        header = safetensors_header(fd, file, hint)
+        if like is not None:
+            _check_like(file, header, like, strict, hint)
+        try:
+            state = load_file(fd_path(fd, file))
+        except (SafetensorError, OSError) as e:
+            raise RelreasonError(f"{file} is corrupt: {e}", hint) from None
+    finally:
+        os.close(fd)
     check_finite(state, file)
     return state
+
+
+_DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.float64: "F64",
+           torch.int64: "I64", torch.int32: "I32", torch.int8: "I8", torch.uint8: "U8", torch.bool: "BOOL"}
+
+
+def _check_like(file: Path, header: dict, like: dict[str, torch.Tensor], strict: bool, hint: str) -> None:
+    """Refuses the tensors of `header` ({name: (dtype, shape)}) unless each has the shape and dtype of
+    the same name in `like` (weights of another dtype would be cast and scored as the model's), shape
+    mismatches named in the model's order; `strict`: a name `like` lacks is refused too."""
+    stray = [name for name in header if name not in like]
+    if strict and stray:
+        raise RelreasonError(f"{file}: tensor {stray[0]!r} belongs to no parameter of this model", hint)
+    bad = [name for name, own in like.items() if name in header and tuple(own.shape) != header[name][1]]
+    if bad:
+        raise RelreasonError(f"{file} does not fit this model: shape mismatch in {bad[:5]} "
+                             f"({list(header[bad[0]][1])}, the model's {list(like[bad[0]].shape)})",
+                             "was it written with another configuration?")
+    for name, own in like.items():
+        if name in header and _DTYPES.get(own.dtype) != header[name][0]:
+            raise RelreasonError(f"{file} does not fit this model: tensor {name} is {header[name][0]}, the model's "
+                                 f"is {_DTYPES.get(own.dtype, own.dtype)}", "was it written for another model, "
+                                 "or converted? use the checkpoint relreason wrote")
 
 
 def verify_checkpoint(path: Path) -> Config:
     """A checkpoint directory whose config.json reads back as a valid config and whose weights load and
     are finite (what `export` checks before copying); returns the config. Raises RelreasonError."""
     cfg = load_config(path)
-    read_weights(path)
+    like = _model_like(cfg)
+    state = read_weights(path, like)
+    if like is not None and set(state) != set(like):
+        missing, unexpected = sorted(set(like) - set(state)), sorted(set(state) - set(like))
+        raise RelreasonError(f"{Path(path) / WEIGHTS} does not fit this model: missing {missing[:5]}, unexpected "
+                             f"{unexpected[:5]}", "was it written for another model or task?")
     return cfg
 
 
-def _check_readable(file: Path, hint_missing: str) -> None:
-    """Raises a RelreasonError naming the problem when `file` cannot be opened for reading, so that
-    the safetensors reader's failures afterwards really mean a damaged file."""
-    try:
-        with open(file, "rb"):
-            pass
-    except PermissionError:
-        raise RelreasonError(f"cannot read {file}: permission denied",
-                             "check the permissions of the checkpoint and its directories (ls -l)") from None
-    except (FileNotFoundError, NotADirectoryError):
-        raise RelreasonError(f"{file} does not exist", hint_missing) from None
-    except IsADirectoryError:
-        raise RelreasonError(f"{file} is a directory, not a weights file", hint_missing) from None
+def _model_like(cfg: Config) -> dict[str, torch.Tensor] | None:
+    """The state dict of the model `cfg` builds, on the meta device (shapes and dtypes, no memory), so
+    that weights are checked against the model they claim to be before `export` bundles them; None
+    for a text model, whose weights `eval` checks when it loads them."""
+    from relreason.models.build import build_nar
+    from relreason.models.catalog import Family, find_model
+    from relreason.tasks import task_entries
+
+    if find_model(cfg.model_name)[0] is not Family.NAR:
+        return None
+    meta = torch.device("meta")
+    with meta:
+        return build_nar(cfg, task_entries(cfg.task), meta).model.state_dict()
 
 
 def load_optimizer(path: Path, optimizer: torch.optim.Optimizer) -> None:
-    """Loads optimizer.safetensors + optimizer.json into `optimizer`; a file that does not read back as
-    this optimizer's state (its parameter groups, finite moments) is a one-line RelreasonError."""
+    """Loads optimizer.safetensors + optimizer.json into `optimizer`, a fresh optimizer of the run's
+    config and model. Nothing of the files is trusted: the hyperparameters must be the optimizer's own
+    (other betas, eps or weight decay would train on to another result; the learning rate may differ:
+    the schedule sets it each step), the parameter ids those of the model, and each moment of its
+    parameter's dtype and shape, finite. RelreasonError (one line naming the file and what is wrong)."""
     path = Path(path)
-    for name in (OPTIMIZER, OPTIMIZER_META):
-        _check_readable(path / name, "start a new run without --resume")
-    try:
-        tensors = load_file(str(path / OPTIMIZER))
-        meta = json.loads((path / OPTIMIZER_META).read_text())
-    except (SafetensorError, OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise RelreasonError(f"cannot resume from {path}: optimizer state unreadable ({e})",
-                             "start a new run without --resume") from None
     meta_file = path / OPTIMIZER_META
     hint = "the checkpoint is damaged: start a new run without --resume"
-    if not isinstance(meta, dict) or not isinstance(meta.get("scalars"), dict):
-        raise RelreasonError(f"{meta_file}: field 'scalars' must be a JSON object", hint)
-    groups = meta.get("param_groups")
-    want = len(optimizer.param_groups)
-    if not isinstance(groups, list) or len(groups) != want or not all(isinstance(g, dict) for g in groups):
-        raise RelreasonError(f"{meta_file}: field 'param_groups' must be a list of {want} parameter group(s), "
-                             f"not {json.dumps(groups)[:40]}", hint)
-    check_finite(tensors, path / OPTIMIZER)
+    meta = read_json_object(meta_file, hint)
+    own = optimizer.state_dict()
+    _check_groups(meta_file, meta, own["param_groups"], hint)
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    ids = [pid for group in own["param_groups"] for pid in group["params"]]
+    like = {}
+    for pid, param in zip(ids, params):
+        like.update({f"{pid}.{key}": param for key in _MOMENTS})
+        like[f"{pid}.step"] = torch.zeros((), dtype=torch.float32)
+    tensors = _read_tensors(path / OPTIMIZER, "start a new run without --resume", hint, like, strict=True)
+    stray = sorted(k for k in meta["scalars"] if k.partition(".")[0] not in {str(i) for i in ids})
+    if stray:
+        raise RelreasonError(f"{meta_file}: scalar {stray[0]!r} belongs to no parameter of this model", hint)
     try:
         optimizer.load_state_dict(_unflatten_optimizer(tensors, meta))
     except (ValueError, KeyError, TypeError, IndexError) as e:
         raise RelreasonError(f"{meta_file} does not fit this model's optimizer: {e}", hint) from None
 
 
+_MOMENTS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")  # Adam's per-parameter state, shaped as the parameter
+_GROUP_KEYS = ("params", "lr", "betas", "eps", "weight_decay")  # what every saved group must hold
+_SCHEDULED = ("lr", "initial_lr")  # set by the schedule each step: any positive number may stand in the file
+
+
+def _check_groups(file: Path, meta: dict, own: list[dict], hint: str) -> None:
+    """Refuses optimizer.json's groups unless each matches the run's optimizer `own` (its state_dict's
+    param_groups): the same parameter ids and hyperparameters; a scheduled rate finite and positive."""
+    if not isinstance(meta.get("scalars"), dict):
+        raise RelreasonError(f"{file}: field 'scalars' must be a JSON object", hint)
+    groups = meta.get("param_groups")
+    if not isinstance(groups, list) or len(groups) != len(own) or not all(isinstance(g, dict) for g in groups):
+        raise RelreasonError(f"{file}: field 'param_groups' must be a list of {len(own)} parameter group(s), "
+                             f"not {json.dumps(groups)[:40]}", hint)
+    for i, (saved, mine) in enumerate(zip(groups, own)):
+        where = f"{file}: param_groups[{i}]"
+        missing = [k for k in _GROUP_KEYS if k not in saved]
+        if missing:
+            raise RelreasonError(f"{where} has no {missing[0]!r}", hint)
+        for key, value in saved.items():
+            if key in _SCHEDULED:
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                    raise RelreasonError(f"{where}.{key} must be a positive number, not {json.dumps(value)[:40]}",
+                                         hint)
+            elif key not in mine:
+                raise RelreasonError(f"{where}.{key} is no setting of this run's optimizer", hint)
+            elif _plain_value(value) != _plain_value(mine[key]):
+                raise RelreasonError(f"{where}.{key} is {json.dumps(value)[:40]}, the run's optimizer has "
+                                     f"{json.dumps(_plain_value(mine[key]))}" + (
+                                         " (the ids of the model's parameters)" if key == "params" else ""),
+                                     "the file was edited or belongs to another run: restore it, or start a new "
+                                     "run without --resume")
+
+
+def _plain_value(value):
+    """A hyperparameter as JSON holds it (a tuple as a list) to compare a file's with the optimizer's."""
+    return json.loads(json.dumps(value)) if isinstance(value, (tuple, list)) else value
+
+
 def load_trainer_state(path: Path) -> dict:
     """The loop's counters in the checkpoint `path`, validated (relreason.rundir.TrainerState): a
     missing, ill-typed or out-of-range field is a one-line RelreasonError naming the file and field."""
     file = Path(path) / TRAINER_STATE
-    _check_readable(file, "start a new run without --resume")
     hint = "the checkpoint is damaged: restore it, or start a new run without --resume"
     return TrainerState.from_dict(read_object(file, hint), str(file)).to_dict()

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from relreason.config import Config
 from relreason.errors import RelreasonError
+from relreason.files import check_name
 from relreason.models.precision import set_tf32
 from relreason.runtime import RunLock, keep_freed_memory
 from relreason.tracking import RunAbout, check_trackers
@@ -57,6 +58,7 @@ def default_run_name(cfg: Config) -> str:
 def check_run_name(name: str) -> None:
     if not name or name in (".", "..") or "/" in name or "\\" in name or name.startswith("."):
         raise RelreasonError(f"invalid run name {name!r}", "use a plain name without '/', '..' or a leading '.'")
+    check_name(name, "run name")
 
 
 def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: bool = False,

@@ -15,12 +15,13 @@ from pathlib import Path
 
 from relreason.data.store import atomic_path
 from relreason.errors import RelreasonError
+from relreason.files import open_for_update
 from relreason.rundir import ResumeRow, TestRow, ValidationRow, row_json, scan_metrics
 
 
 def append_row(path: Path, row) -> None:
     """Appends one row (relreason.rundir) to metrics.jsonl, flushed: a kill loses at most this line."""
-    with open(path, "a") as f:
+    with open(path, "a", opener=open_for_update) as f:  # the run's own file: no link, no hard link, no FIFO
         f.write(row_json(row) + "\n")
         f.flush()
 

@@ -26,7 +26,7 @@ from relreason import __version__
 from relreason.data.algorithms import ALGORITHMS
 from relreason.data.text.presets import DEFAULT_PRESET, TextPiece, text_split
 from relreason.data.text.streams import CHUNK, DECIMALS, TextBatch, check_stream, text_batches
-from relreason.errors import RelreasonError
+from relreason.errors import RelreasonError, write_error
 
 
 def parse_sizes(text: str) -> tuple[int, ...]:
@@ -152,7 +152,9 @@ class ExampleId:
                          m.group("hints") is not None, DECIMALS if d is None else None if d == "full" else int(d))
 
 
-_ID = re.compile(r"(?P<algorithm>[^/\s]+)/n(?P<n>\d+)/s(?P<s>\d+)/i(?P<i>\d+)(?P<hints>/hints)?(?:/d(?P<d>\d+|full))?")
+# numbers of at most 18 digits: Python's int() refuses 4,300 with a ValueError, and no stream is that long
+_ID = re.compile(r"(?P<algorithm>[^/\s]+)/n(?P<n>\d{1,18})/s(?P<s>\d{1,18})/i(?P<i>\d{1,18})(?P<hints>/hints)?"
+                 r"(?:/d(?P<d>\d{1,18}|full))?")
 
 
 def split_ids(request: TextSplitRequest) -> Iterator[ExampleId]:
@@ -193,6 +195,8 @@ def write_text_split(request: TextSplitRequest, out_dir, force: bool = False,
             tmp.write_text(json.dumps(request.meta(), indent=1) + "\n")
     except PermissionError as e:
         raise RelreasonError(f"cannot write {path}: {e.strerror}", "choose a writable --out directory") from None
+    except OSError as e:  # a full disk, a read-only file system: the file named, nothing half-written left
+        raise write_error(path, e) from None
     return path
 
 

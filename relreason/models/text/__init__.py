@@ -20,13 +20,13 @@ registry beside the processors'):
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
 from relreason.data.algorithms import ALGORITHMS
 from relreason.errors import RelreasonError
+from relreason.files import read_json_object
 from relreason.models.entry import ModelEntry
 from relreason.models.processors import PROCESSORS
 from relreason.models.text.tokenizer import BOS, EOS, PAD, VOCAB_SIZE, CharTokenizer, TokenBatch
@@ -140,10 +140,10 @@ def read_nar_record(target: str) -> dict:
     checkpoint = best.path if best.config.is_file() else path
     file = Checkpoint(checkpoint).config
     try:
-        meta = json.loads(file.read_text())
+        meta = read_json_object(file)
         config = meta["config"]
         model = config["model_name"]
-    except (OSError, json.JSONDecodeError, KeyError, TypeError):
+    except (RelreasonError, KeyError, TypeError):
         raise RelreasonError(f"model.nar={target!r} is not a trained run or checkpoint (no readable {file})",
                              "train a NAR first, e.g. relreason train triplet_gmpnn insertion_sort --recipe quick "
                              "--name nar, then --set model.nar=runs/nar") from None

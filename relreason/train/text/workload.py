@@ -15,6 +15,7 @@ from torch import nn
 from relreason.config import Config
 from relreason.data.text import TextScore, score_answer
 from relreason.errors import RelreasonError
+from relreason.models.build import check_model_memory
 from relreason.seeds import Purpose, derive_seed
 from relreason.tasks import task_entries, text_pieces
 from relreason.train.text.batches import TextChunk, TextPart, length_chunks, text_generator
@@ -40,6 +41,7 @@ class TextWorkload(Workload):
         self.tokenizer = cfg.model.tokenizer_object()
         self.spec_hash = spec_hash({f"{a}/{k}": f for a in self.algorithms for k, f in SPECS[a].items()})
         self._prepare()
+        check_model_memory(cfg, self._build_model, device)  # sizes read from a config are untrusted
         torch.manual_seed(cfg.train.seed)  # after the NAR is built: the text model's init depends on the seed alone
         self.model = self._build_model().to(device)
         self._train: ExamplePool | None = None  # drawn at the first training step (evaluation never needs it)
