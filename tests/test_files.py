@@ -299,7 +299,7 @@ def test_optimizer_state_of_other_hyperparameters_or_parameters_is_refused(tmp_p
     from safetensors.torch import save_file
 
     from relreason.train.checkpoint import _flatten_optimizer, load_optimizer
-    from relreason.train.loop import adam
+    from relreason.train.optimizer import adam
 
     model = torch.nn.Linear(3, 2)
     opt = adam(model.parameters(), 1e-3)

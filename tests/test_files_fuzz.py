@@ -62,7 +62,7 @@ def _model(run_dir: Path):
 
 def _read_run_lists(run_dir: Path) -> None:
     """`relreason runs` reads every file of a run and must list it (damaged or not), never raise."""
-    from relreason.eval.records import read_run
+    from relreason.runs.records import read_run
 
     read_run(run_dir)
 
@@ -100,7 +100,7 @@ def _read_optimizer(run_dir: Path) -> None:
     from safetensors.torch import load_file
 
     from relreason.train.checkpoint import load_optimizer
-    from relreason.train.loop import adam
+    from relreason.train.optimizer import adam
 
     model = _model(run_dir)
     fresh, opt = adam(model.parameters(), 1e-3), adam(model.parameters(), 1e-3)
@@ -148,7 +148,7 @@ def _scan_metrics(run_dir: Path) -> None:
 def _append_metrics(run_dir: Path) -> None:
     """The loop appends a row to metrics.jsonl: a write in place."""
     from relreason.rundir import ResumeRow
-    from relreason.train.loop import _append
+    from relreason.train.metrics_file import append_row as _append
 
     _append(RunDir(run_dir).metrics, ResumeRow(examples=16))
 
