@@ -267,11 +267,12 @@ def test_text_generate_on_a_full_disk_names_the_file(tmp_path, monkeypatch):
     import errno
 
     import relreason.data.text as text
+    from relreason.data.text import splits
 
     def full(*_):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(text, "split_batches", full)
+    monkeypatch.setattr(splits, "split_batches", full)  # where write_text_split reads it
     request = text.resolve_text_split("insertion_sort", "test", "paper", None, None, None, False)
     with pytest.raises(RelreasonError, match=r"cannot write .*insertion_sort.*\.jsonl: no space left on device"):
         text.write_text_split(request, tmp_path)
