@@ -39,7 +39,7 @@ def sets(items: list[str]) -> list[str]:
 def test_the_columns_differ_in_the_nar_alone_and_each_transnar_cell_reads_its_own_algorithms_nar(tmp_path):
     tasks = expand_tasks(STUDY.tasks)
     assert len(tasks) >= 4 and len(STUDY.variants) == 2 and STUDY.seeds == 3
-    cells = plan_cells(STUDY, tasks, 2, out=tmp_path)
+    cells = plan_cells(STUDY, tasks, (0, 1), out=tmp_path)
     by = {(c.variant.label, c.task, c.seed): c for c in cells}
     for task in tasks:
         for seed in range(2):
@@ -135,7 +135,7 @@ def test_nar_settings_need_a_column_that_reads_a_nar_and_a_nar_one_algorithm(tmp
                               "--out", str(tmp_path), "--set", "nar.train.lr=0.1", "--no-train"])
     assert res.exit_code == 1 and "no column of clrs30 reads a NAR" in res.output, res.output
     with pytest.raises(RelreasonError, match="one NAR per algorithm; text:core8 is not one algorithm"):
-        plan_cells(STUDY, ["text:core8"], 1, out=tmp_path)
+        plan_cells(STUDY, ["text:core8"], (0,), out=tmp_path)
 
 
 def _cell(variant: str, seed: int, clrs: dict[int, float]) -> dict:
@@ -177,7 +177,7 @@ def test_a_transnar_cell_counts_its_nar_by_what_it_computed_not_where_it_lies(tm
     from relreason.studies.cells import result_identity
 
     def identity(out, extra=()):
-        (cell,) = plan_cells(STUDY, ["text:bfs"], 1, out=out, sets=list(extra), models=None)[:1]
+        (cell,) = plan_cells(STUDY, ["text:bfs"], (0,), out=out, sets=list(extra), models=None)[:1]
         return result_identity(cell.config.to_dict())
 
     here = identity(tmp_path / "a")
@@ -188,14 +188,14 @@ def test_a_transnar_cell_counts_its_nar_by_what_it_computed_not_where_it_lies(tm
 def test_machine_settings_reach_the_nar_cells_and_nar_settings_only_them(tmp_path):
     """`reproduce_results.sh` runs every line with --set train.threads=1: the NAR cells of a lane must run on
     one thread too. A nar.* setting is the NAR cells' alone, and wins over the shared one."""
-    (cell,) = [c for c in plan_cells(STUDY, ["text:bfs"], 1, out=tmp_path,
+    (cell,) = [c for c in plan_cells(STUDY, ["text:bfs"], (0,), out=tmp_path,
                                      sets=["train.threads=1", "train.device=cpu", "nar.train.lr=0.01"])
                if c.nar is not None]
     assert (cell.nar.config.train.threads, cell.nar.config.train.device) == (1, "cpu")
     assert cell.nar.config.train.lr == 0.01 and cell.config.train.lr != 0.01
     assert not cell.comparable and "model.nar_config" in cell.why_not  # its NAR is not the protocol's
-    (cell,) = [c for c in plan_cells(STUDY, ["text:bfs"], 1, out=tmp_path, sets=["train.threads=1"]) if c.nar]
+    (cell,) = [c for c in plan_cells(STUDY, ["text:bfs"], (0,), out=tmp_path, sets=["train.threads=1"]) if c.nar]
     assert cell.comparable and cell.nar.comparable and cell.nar.config.train.threads == 1  # machine keys only
-    (cell,) = [c for c in plan_cells(STUDY, ["text:bfs"], 1, out=tmp_path,
+    (cell,) = [c for c in plan_cells(STUDY, ["text:bfs"], (0,), out=tmp_path,
                                      sets=["train.threads=1", "nar.train.threads=2"]) if c.nar is not None]
     assert (cell.config.train.threads, cell.nar.config.train.threads) == (1, 2)
