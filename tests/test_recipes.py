@@ -258,6 +258,8 @@ OTHER_PROTOCOLS = {  # the phrase of each other recipe's header that names its p
     "lobster_gcn": "The RT paper's GCN baseline", "text_paper": "at the paper's scale (Bounsi et al. 2024",
     "text_transformer": "sized for this 2-core CPU", "transnar": "TransNAR (Bounsi et al. 2024) on this CPU",
     "transnar_paper": "TransNAR at the paper's scale (Bounsi et al. 2024)",
+    "transnar_ood": "a REDUCED-SCALE study of the claim, not the paper's protocol",
+    "transnar_ood_nar": "The frozen NAR of the reduced-scale TransNAR study",
     "floydnet": "the Ibarz et al. protocol of Triplet-GMPNN", "rnar": "the protocol Triplet-GMPNN's Ibarz et al. one",
     "g_forgetnet": "the protocol is Triplet-GMPNN's Ibarz et al. one",
 }

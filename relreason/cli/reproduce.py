@@ -74,7 +74,8 @@ def reproduce_cmd(
       relreason reproduce rt-table19 --tasks core8 --seeds 3 --seed-batch 3\n
       relreason reproduce ibarz2022 --tasks core8 --seeds 3 --launcher slurm --slurm partition=gpu,time=600\n
       relreason reproduce ibarz2022 --tasks core8 --seeds 3 --status\n
-      relreason reproduce clrs30 --models mpnn --tasks bellman_ford --seeds 3 --committed results
+      relreason reproduce clrs30 --models mpnn --tasks bellman_ford --seeds 3 --committed results\n
+      relreason reproduce transnar-ood --seeds 3 --set nar.train.train_examples=32000
     """
     from relreason.studies.sweep import SweepOptions, run_table, sweep_status, table_costs
 

@@ -85,6 +85,7 @@ register_ablation("dat-sensory-only", "Dual Attention Transformer vs sensory hea
 # on the same CLRS-Text data; it reports TransNAR better on most algorithms in and out of distribution, mostly by
 # getting the output's shape right, but not on binary_search, find_maximum_subarray, minimum and quickselect.
 # Both need the frozen NAR: --set model.nar=runs/NAME. Cells keep per-size shape/parse/CLRS in `per_task`.
+# `relreason reproduce transnar-ood` is the first as a study that pre-trains a NAR per algorithm and seed itself.
 _TRANSNAR = Variant("transnar", "transnar")
 register_ablation("transnar-vs-text", "TransNAR vs the same text transformer without the NAR (same data and budget)",
                   _TRANSNAR, Variant("text transformer", "transnar", {"model": {"use_nar": False}}))

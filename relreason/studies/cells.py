@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from relreason.config import Config, build_config, config_from_dict, keys_of, parse_overrides
+from relreason.config import Config, build_config, config_from_dict, keys_of, merge, parse_overrides
 from relreason.errors import RelreasonError
 from relreason.protocol import run_identity
 from relreason.rundir import CELL_RUN, RunDir, read_results, read_run_record, seed_dir
@@ -34,6 +34,7 @@ class Cell:
     config: Config
     why_not: str = ""  # non-empty: the cell is not the paper's protocol, and why
     study: str = ""  # the study that planned it (trackers group a study's cells by it)
+    nar: "Cell | None" = None  # the NAR cell this (TransNAR) cell reads as model.nar, trained before it
 
     @property
     def run_dir(self) -> Path:
@@ -52,15 +53,21 @@ def delta_slug(delta: dict) -> str:
 
 def cell_dir(out: Path, study: Study, variant: Variant, task: str, seed: int, recipe_label: str) -> Path:
     if study.layout == "protocol":
-        setting = recipe_label + (f"+{delta_slug(variant.delta)}" if variant.delta else "")
-        return Path(out) / "cells" / variant.model / setting / task / seed_dir(seed)
+        return _protocol_dir(out, variant, task, seed, recipe_label)
     return Path(out) / study.name / variant.label.replace(" ", "_") / task / seed_dir(seed)
+
+
+def _protocol_dir(out: Path, variant: Variant, task: str, seed: int, recipe_label: str) -> Path:
+    """OUT/cells/<model>/<recipe>[+<delta>]/<task>/seed<k>: keyed by what the cell computes."""
+    setting = recipe_label + (f"+{delta_slug(variant.delta)}" if variant.delta else "")
+    return Path(out) / "cells" / variant.model / setting / task / seed_dir(seed)
 
 
 def result_identity(plain: dict) -> dict:
     """A stored config (Config.to_dict()) without the keys that do not change what a run computes
     (relreason.protocol.run_identity: device, threads, kernels..., but the seed stays): two runs with the same
-    identity are the same cell, whichever machine and thread count computed them.
+    identity are the same cell, whichever machine and thread count computed them. A TransNAR's frozen NAR
+    (model.nar_config) counts by its own identity: not by where its run lies, nor by the machine it ran on.
 
     The stored config is first resolved again by today's code, so a key added since the run was
     stored counts with its default (options are added with the default that keeps what ran before);
@@ -69,7 +76,11 @@ def result_identity(plain: dict) -> dict:
         plain = config_from_dict(plain).to_dict()
     except (RelreasonError, KeyError, TypeError):
         pass
-    return run_identity(plain)
+    identity = run_identity(plain)
+    nar = (identity.get("model") or {}).get("nar_config")
+    if isinstance(nar, dict) and isinstance(nar.get("config"), dict):  # a TransNAR: the NAR it reads counts by what
+        identity["model"]["nar_config"] = run_identity(nar["config"])  # that computed, not where it is or ran
+    return identity
 
 
 def config_differences(a: dict, b: dict) -> list[str]:
@@ -106,23 +117,39 @@ def plan_cells(study: Study, tasks: list[str], seeds: tuple[int, ...], recipe: s
     if models is not None:
         check_models(study, models)
         variants = [v for v in variants if v.model in models]
-    user = parse_overrides(list(sets or []))
+    text_sets, nar_sets = split_nar_sets(list(sets or []))
+    reads_nar = any(v.nar is not None for v in variants)
+    if nar_sets and not reads_nar:
+        raise RelreasonError(f"--set {NAR_PREFIX}...: no column of {study.name} reads a NAR the study pre-trains",
+                             f"drop the {NAR_PREFIX} prefix to set the study's own cells")
+    user, nar_user = parse_overrides(text_sets), parse_overrides(nar_sets)
+    nar_user = merge(_machine_keys(user), nar_user)  # where and how cells run (threads, device...): the NARs' too
+    own = {"train.seed"} | ({"model.nar", "model.nar_config"} if reads_nar else set())
     clash = sorted((keys_of(user) | ({"train.seed"} if "seed" in user.get("train", {}) else set())) &
-                   (study.varied_keys | {"train.seed"}))
+                   (study.varied_keys | own))
+    clash += [NAR_PREFIX + "train.seed"] if "seed" in nar_user.get("train", {}) else []
     if clash:
         raise RelreasonError(f"--set {', '.join(clash)}: {study.name} sets {'it' if len(clash) == 1 else 'them'} "
-                             "itself (the variants' keys and the seed of each cell)",
+                             "itself (the variants' keys, the seed of each cell and the NAR a column reads)",
                              "drop that --set (use --seeds for seeds)")
-    cells = []
+    cells: list[Cell] = []
+    nars: dict[Path, Cell] = {}  # the NAR cells planned so far, shared by every column and table that reads them
     for task in tasks:
         for v in variants:
             # the column's protocol: its recipe and delta, nothing else (compared value by value, so a recipe
             # file or a --set that resolves to the protocol's values is the protocol; machine keys never count)
             protocol = build_config(v.model, task, v.recipe, {}, ablation=(study.name, v.delta))
-            want = result_identity(protocol.to_dict())
             for seed in seeds:
                 over = {s: dict(vals) for s, vals in user.items()}
                 over.setdefault("train", {})["seed"] = seed
+                nar = None
+                if v.nar is not None:  # the cell reads the NAR cell of its algorithm and seed; so does its protocol
+                    nar = _nar_cell(study, v.nar, task, seed, out, nar_user, nars)
+                    over["model"] = {**over.get("model", {}), "nar": str(nar.run_dir), "nar_config": nar_record(nar)}
+                    protocol = build_config(v.model, task, v.recipe,
+                                            {"model": protocol_nar(study, v, task, seed, str(nar.run_dir))},
+                                            ablation=(study.name, v.delta))
+                want = result_identity(protocol.to_dict())
                 cfg = build_config(v.model, task, recipe if recipe is not None else v.recipe, over,
                                    ablation=(study.name, v.delta))
                 why = [v.caveat] if v.caveat else []
@@ -131,14 +158,91 @@ def plan_cells(study: Study, tasks: list[str], seeds: tuple[int, ...], recipe: s
                 if cfg.recipe != protocol.recipe:
                     why.append(f"recipe {cfg.recipe}, not the protocol's {protocol.recipe}")
                 elif got != want:
-                    keys = config_differences(got, want)
-                    why.append(f"{', '.join(keys[:4])}{', ...' if len(keys) > 4 else ''} "
-                               f"differ{'s' * (len(keys) == 1)} from the protocol ({protocol.recipe})")
+                    why.append(_differ(got, want, protocol.recipe))
                 if task in study.not_comparable:
                     why.append(study.not_comparable[task])
                 cells.append(Cell(v, task, seed, cell_dir(out, study, v, task, seed, cfg.recipe), cfg, "; ".join(why),
-                                  study.name))
+                                  study.name, nar))
     return cells
+
+
+def _differ(got: dict, want: dict, recipe: str) -> str:
+    keys = config_differences(got, want)
+    return f"{', '.join(keys[:4])}{', ...' if len(keys) > 4 else ''} differ{'s' * (len(keys) == 1)} from the " \
+           f"protocol ({recipe})"
+
+
+# --set nar.SECTION.KEY=VALUE: a setting of the NAR cells a study pre-trains for its TransNAR columns
+NAR_PREFIX = "nar."
+
+
+def _machine_keys(tree: dict) -> dict:
+    """The `--set` tree's keys that say where and how a cell runs, not what it computes (relreason.protocol's
+    incidental keys, less model.nar): a study's NAR cells run on the same machine settings as its own."""
+    from relreason.protocol import INCIDENTAL_KEYS
+
+    keep = {tuple(k.split(".")) for k in INCIDENTAL_KEYS if k != "model.nar"}
+    out: dict = {}
+    for section, values in tree.items():
+        for key, value in values.items():
+            if (section, key) in keep:
+                out.setdefault(section, {})[key] = value
+    return out
+
+
+def split_nar_sets(sets: list[str]) -> tuple[list[str], list[str]]:
+    """The `--set` items of a study's own cells, and those (prefix NAR_PREFIX removed) of its NAR cells."""
+    own = [s for s in sets if not s.strip().startswith(NAR_PREFIX)]
+    return own, [s.strip()[len(NAR_PREFIX):] for s in sets if s.strip().startswith(NAR_PREFIX)]
+
+
+def _nar_cell(study: Study, v: Variant, task: str, seed: int, out: Path, sets: dict, planned: dict) -> Cell:
+    """The NAR cell (column `v`: a NAR model and its recipe) that a TransNAR cell on text task `task` reads:
+    `v` trained on the task's algorithm with the same seed, under OUT/cells/<model>/<recipe>/<algorithm>/seed<k>
+    (the protocol layout: every study of the same NAR configuration shares it). `sets`: the NAR cells' --set
+    (a cell under them is not the protocol); `planned`: the NAR cells planned so far, by directory."""
+    from relreason.tasks import task_entries
+
+    entries = task_entries(task)
+    if len(entries) != 1 or entries[0].algorithm is None:
+        raise RelreasonError(f"{study.name} pre-trains one NAR per algorithm; {task} is not one algorithm's text task",
+                             "give text tasks of one algorithm each, e.g. --tasks text:insertion_sort,text:bfs")
+    algorithm = entries[0].algorithm
+    over = {s: dict(vals) for s, vals in sets.items()}
+    over.setdefault("train", {})["seed"] = seed
+    cfg = build_config(v.model, algorithm, v.recipe, over, ablation=(study.name, v.delta))
+    directory = _protocol_dir(out, v, algorithm, seed, cfg.recipe)
+    if directory not in planned:
+        protocol = build_config(v.model, algorithm, v.recipe, {"train": {"seed": seed}}, ablation=(study.name, v.delta))
+        got, want = result_identity(cfg.to_dict()), result_identity(protocol.to_dict())
+        why = "" if got == want else _differ(got, want, protocol.recipe)
+        planned[directory] = Cell(v, algorithm, seed, directory, cfg, why, study.name)
+    return planned[directory]
+
+
+def protocol_nar(study: Study, v: Variant, task: str, seed: int, run: str) -> dict:
+    """The model section (nar, nar_config) of column `v`'s protocol cell on `task` with `seed` that reads the NAR
+    run at `run`: that NAR at its column's protocol (the NAR cells' --set not applied). A cell whose NAR was
+    trained otherwise differs from it in model.nar_config, and is not the protocol."""
+    planned = _nar_cell(study, v.nar, task, seed, Path(), {}, {})
+    return {"nar": run, "nar_config": {"run": run, "checkpoint": str(RunDir(Path(run)).best.path),
+                                       "config": planned.config.to_dict()}}
+
+
+def nar_record(nar: Cell) -> dict:
+    """The model.nar_config of a cell that reads the NAR cell `nar` (relreason.models.text.read_nar_record's
+    form): once `nar` is done, the record read from its checkpoint; before, the one it will store (a run
+    stores the config it was planned with), so the reading cell's config is the same either way."""
+    from relreason.models.text import read_nar_record
+
+    if cell_state(nar) == "done":
+        return read_nar_record(str(nar.run_dir))
+    return {"run": str(nar.run_dir), "checkpoint": str(RunDir(nar.run_dir).best.path), "config": nar.config.to_dict()}
+
+
+def nar_cells(cells: list[Cell]) -> list[Cell]:
+    """The NAR cells that `cells` read, each once, in plan order."""
+    return list({c.nar.directory: c.nar for c in cells if c.nar is not None}.values())
 
 
 def cell_state(cell: Cell) -> str:

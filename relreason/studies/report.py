@@ -3,8 +3,10 @@
 `study_table` gives, per task and column, ours as mean ± sample std (ddof 1) with its seed count, the
 published figure with its own, ours minus the paper with Welch's 95% interval and the verdict against
 the table's equivalence margin (relreason.runs.stats.difference, the one comparison of every table);
-`size_breakdown` the shape / parse / CLRS scores per algorithm and size of text cells.
-`write_tables` writes them as BASE/results.{json,csv,md} (results.partial.* while cells are missing);
+`size_breakdown` the shape / parse / CLRS scores per algorithm and size of text cells, and
+`distribution_breakdown` the same in and out of distribution with the columns' differences.
+`write_tables` writes them as BASE/results.{json,csv,md} (results.partial.* while cells are missing;
+text cells add results.sizes.csv and results.distribution.csv);
 `study_view` is what the commands print: the tables, then the source and the notes.
 """
 
@@ -16,7 +18,7 @@ from pathlib import Path
 from rich.table import Table
 
 from relreason.data.text import SCORE_TITLES
-from relreason.runs.stats import MARGIN, Difference, Spread, Summary, check_margin, difference
+from relreason.runs.stats import MARGIN, Difference, Spread, Summary, Verdict, check_margin, difference
 from relreason.studies.variants import Published
 
 MISSING_SHOWN = 10  # missing cells named in `missing_note` (the rest are counted)
@@ -172,28 +174,123 @@ def size_breakdown(result: dict) -> tuple[list[dict], list[str]] | None:
     return rows, columns
 
 
+def _text_entries(record: dict) -> list[dict]:
+    """A cell's per-size text scores (`per_task` entries "ALG@N" with shape / parse / CLRS); none for a graph
+    cell (its data has no text preset)."""
+    if "preset" not in ((record.get("config") or {}).get("data") or {}):
+        return []
+    return [e for e in (record.get("per_task") or {}).values()
+            if "size" in e and "algorithm" in e and "clrs" in e.get("outputs", {})]
+
+
+def size_classes(record: dict) -> dict[int, str]:
+    """A text cell's test sizes by where they lie against its training sizes (its preset's train split):
+    "in distribution" (a training size), "OOD, interpolation" (inside their range) or "OOD, extrapolation"
+    (beyond the largest), as the TransNAR paper reads its test sizes 12, 10 and 14."""
+    from relreason.data.text import TEXT_PRESETS
+
+    out = {}
+    for entry in _text_entries(record):
+        preset = TEXT_PRESETS.get(record["config"]["data"]["preset"])
+        trained = {p.length for p in preset.pieces("train", entry["algorithm"])}
+        n = int(entry["size"])
+        out[n] = (IN_DISTRIBUTION if n in trained else "OOD, extrapolation" if n > max(trained)
+                  else "OOD, interpolation")
+    return out
+
+
+IN_DISTRIBUTION = "in distribution"
+CLASS_ORDER = (IN_DISTRIBUTION, "OOD, interpolation", "OOD, extrapolation")
+
+
+def distribution_breakdown(result: dict, margin: float | None = None) -> tuple[list[dict], list[str]] | None:
+    """For text cells: per algorithm and column, the shape, parse and CLRS scores (%) in distribution and out of
+    it (`size_classes`; a class's sizes averaged per cell), mean ± sample std over seeds; then per algorithm
+    the first column minus each other one with Welch's 95% interval (relreason.runs.stats.difference, the
+    other column's seeds as the reference) and the verdict against the margin (`table_margin`): the test of
+    a claim that a column generalises where another does not. None when no cell was scored per size."""
+    from relreason.runs.stats import Figure
+
+    by: dict[tuple[str, str, str, str], list[float]] = {}  # (algorithm, variant, column, score) -> per cell
+    heads: dict[str, set[int]] = {}
+    algorithms: list[str] = []
+    for c in result["cells"]:
+        classes = size_classes(c)
+        per_cell: dict[tuple[str, str, str], list[float]] = {}
+        for entry in _text_entries(c):
+            cls = classes[int(entry["size"])]
+            heads.setdefault(cls, set()).add(int(entry["size"]))
+            if entry["algorithm"] not in algorithms:
+                algorithms.append(entry["algorithm"])
+            for score in SCORE_TITLES:
+                per_cell.setdefault((entry["algorithm"], cls, score), []).append(100.0 * entry["outputs"][score])
+        for (algorithm, cls, score), xs in per_cell.items():
+            by.setdefault((algorithm, c["variant"], cls, score), []).append(sum(xs) / len(xs))
+    if not algorithms:
+        return None
+    margin = table_margin(result, margin)
+    groups = [(cls, f"{cls} (n={'/'.join(map(str, sorted(heads[cls])))})") for cls in CLASS_ORDER if cls in heads]
+    columns = ["algorithm", "model"] + [f"{head}: {name}" for _, head in groups for name in SCORE_TITLES.values()]
+    variants = result["variants"]
+    rows = []
+    for algorithm in sorted(algorithms):
+        summaries = {v: {(cls, s): Summary.of(by.get((algorithm, v, cls, s), [])) for cls, _ in groups
+                         for s in SCORE_TITLES} for v in variants}
+        for v in variants:
+            row = {"algorithm": algorithm, "model": v}
+            for cls, head in groups:
+                for score, name in SCORE_TITLES.items():
+                    row[f"{head}: {name}"] = summaries[v][cls, score].text(1)
+            rows.append(row)
+        for other in variants[1:]:
+            row = {"algorithm": algorithm, "model": f"{variants[0]} minus {other}"}
+            for cls, head in groups:
+                for score, name in SCORE_TITLES.items():
+                    mine, theirs = summaries[variants[0]][cls, score], summaries[other][cls, score]
+                    d = (difference(mine, Figure(theirs.mean, theirs.std, theirs.n, Spread.STD), margin, other)
+                         if mine.n and theirs.n else None)
+                    row[f"{head}: {name}"] = "-" if d is None else (
+                        f"{d.diff:+.1f}" + ("" if d.interval is None else
+                                            f" [{d.interval[0]:+.1f}, {d.interval[1]:+.1f}] "
+                                            f"{_versus(d, margin)}".rstrip()))
+            rows.append(row)
+    return rows, columns
+
+
+def _versus(d: Difference, margin: float | None) -> str:
+    """The verdict of one column against another: "equal within ±m" where a paper's would be "agrees"."""
+    if d.verdict is None:
+        return ""
+    return f"equal within ±{margin:g}" if d.verdict is Verdict.AGREES else d.verdict.value
+
+
 def write_tables(result: dict, base: Path) -> str:
     """Writes the study's tables as BASE/results.{json,csv,md} (results.partial.* while cells are missing,
-    a complete set removing every partial one; text tasks add results.sizes.csv). Returns the stem.
+    a complete set removing every partial one; text tasks add results.sizes.csv and results.distribution.csv).
+    Returns the stem.
     The JSON is the study's result (every cell's record) with the printed table as "table"."""
     from relreason.data.store import atomic_path
     from relreason.eval.report import render
 
     rows, columns = study_table(result)
     sizes = size_breakdown(result)  # text tasks: shape / parse / CLRS per algorithm and size
-    extra = {"sizes_table": sizes[0]} if sizes else {}
+    ood = distribution_breakdown(result)  # and the same in and out of distribution, the columns compared
+    extra = ({"sizes_table": sizes[0]} if sizes else {}) | ({"distribution_table": ood[0]} if ood else {})
     stem = "results.partial" if result["missing"] else "results"
     # the markdown holds both tables; the sizes' CSV is a file of its own (results.sizes.csv)
     files = {"json": json.dumps({**result, "table": rows, **extra}, indent=2),
              "csv": render(rows, columns, "csv"),
-             "md": render(rows, columns, "md") + ("\n" + render(*sizes, "md") if sizes else "")}
+             "md": render(rows, columns, "md") + ("\n" + render(*ood, "md") if ood else "")
+             + ("\n" + render(*sizes, "md") if sizes else "")}
     if sizes:
         files["sizes.csv"] = render(*sizes, "csv")
+    if ood:
+        files["distribution.csv"] = render(*ood, "csv")
     for ext, body in files.items():
         with atomic_path(base / f"{stem}.{ext}") as tmp:
             tmp.write_text(body)
     if not result["missing"]:  # the complete tables supersede every partial one
-        for ext in ("json", "csv", "md", "sizes.csv"):
+        for ext in ("json", "csv", "md", "sizes.csv", "distribution.csv"):
             (base / f"results.partial.{ext}").unlink(missing_ok=True)
     return stem
 
@@ -214,6 +311,11 @@ def study_view(result: dict, description: str) -> tuple[list[Table], list[str]]:
     if result["missing"]:
         title += f" — PARTIAL: {len(result['cells'])} of {result['planned']} cells"
     tables = [rich_table(rows, columns, title)]
+    ood = distribution_breakdown(result)
+    if ood:
+        tables.append(rich_table(*ood, f"{result['study']}: in and out of distribution, shape, parse and CLRS scores "
+                                       f"(%), mean ± sample std over {seeds} seed{'s' * (seeds > 1)}; the "
+                                       "differences with Welch's 95% interval and verdict"))
     sizes = size_breakdown(result)
     if sizes:
         tables.append(rich_table(*sizes, f"{result['study']}: shape, parse and CLRS scores (%) per algorithm and "

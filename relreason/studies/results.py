@@ -54,6 +54,13 @@ def _write(path: Path, data: dict) -> bool:
     return True
 
 
+def _nar_settings() -> set[tuple[str, str]]:
+    """(model, setting) of the NAR cells that studies pre-train (relreason.studies.variants.Variant.nar)."""
+    from relreason.studies.tables import TABLES
+
+    return {(v.nar.model, v.nar.recipe) for _, t in TABLES.items() for v in t.variants if v.nar is not None}
+
+
 def collect_results(source: Path, results: Path) -> list[Path]:
     """Copies the finished cells under `source`/cells into `results`/cells and the state of the
     unfinished ones into `results`/progress; returns the files written (unchanged ones are not)."""
@@ -61,6 +68,7 @@ def collect_results(source: Path, results: Path) -> list[Path]:
     if not root.is_dir():
         raise RelreasonError(f"{root} holds no cells", "run `relreason reproduce TABLE` first (or give --from)")
     written = []
+    nar_only = _nar_settings()  # a study's NAR cells: inputs of its cells, in no table; no model-selection diagnostics
     for run in sorted(root.glob(f"*/*/*/seed*/{CELL_RUN}")):
         rel = run.parent.relative_to(root)  # <model>/<setting>/<task>/seed<k>
         files = RunDir(run)
@@ -76,7 +84,7 @@ def collect_results(source: Path, results: Path) -> list[Path]:
             if (run / SWEEP_FILE).is_file() and _write(sweep, read_sweep(run)):  # `eval RUN --ood LIST --save RUN`
                 written.append(sweep)
             selection = Path(results) / SELECTION / f"{rel}.json"
-            record = model_selection(run, selection)
+            record = None if rel.parts[:2] in nar_only else model_selection(run, selection)
             if record is not None and _write(selection, record):
                 written.append(selection)
             (Path(results) / PROGRESS / f"{rel}.json").unlink(missing_ok=True)

@@ -58,9 +58,13 @@ def verification(code: list[dict] | None, verified: dict | None, today: str) -> 
     return "not yet (today's code)"
 
 
-def _protocol_identity(study: Study, variant, task: str, seed: int) -> dict:
-    cfg = build_config(variant.model, task, variant.recipe, {"train": {"seed": seed}},
-                       ablation=(study.name, variant.delta))
+def _protocol_identity(study: Study, variant, task: str, seed: int, stored: dict) -> dict:
+    from relreason.studies.cells import protocol_nar
+
+    over: dict = {"train": {"seed": seed}}
+    if variant.nar is not None and (stored.get("model") or {}).get("nar"):  # the NAR it read, at its protocol
+        over["model"] = protocol_nar(study, variant, task, seed, stored["model"]["nar"])
+    cfg = build_config(variant.model, task, variant.recipe, over, ablation=(study.name, variant.delta))
     return result_identity(cfg.to_dict())
 
 
@@ -68,8 +72,18 @@ def _protocols(model: str, task: str) -> set[str]:
     """The recipe labels that some table's column takes as its protocol for (model, task)."""
     from relreason.studies.tables import TABLES
 
-    return {build_config(v.model, task, v.recipe).recipe for _, t in TABLES.items() for v in t.variants
-            if v.model == model}
+    columns = [c for _, t in TABLES.items() for v in t.variants for c in (v, v.nar) if c is not None]
+    return {build_config(v.model, task, v.recipe).recipe for v in columns if v.model == model}
+
+
+def _distribution_blocks(result: dict, margin: float | None) -> list[Block]:
+    """A text table's scores in and out of distribution with its columns' differences (none for graph cells)."""
+    from relreason.studies.report import distribution_breakdown
+
+    ood = distribution_breakdown(result, margin)
+    return [] if ood is None else [Block("In and out of distribution (shape, parse and CLRS scores in %, mean ± "
+                                         "sample std over seeds; the first column minus the other with Welch's "
+                                         "95% interval):"), Block(rows=ood[0], columns=ood[1])]
 
 
 def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | None:
@@ -91,7 +105,7 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
             if recipe != own and recipe in _protocols(model, task):
                 continue
             why = [v.caveat] if v.caveat else []
-            got, want = result_identity(data.config), _protocol_identity(study, v, task, seed)
+            got, want = result_identity(data.config), _protocol_identity(study, v, task, seed, data.config)
             if got != want:
                 why.append(protocol_difference(data.recipe, own, got, want))
             if task in study.not_comparable:
@@ -102,7 +116,8 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
                             "command": data.command, "examples": data.examples,
                             "reproduce": f"relreason reproduce {study.name} --models {model} --tasks {task} "
                                          f"--seeds {seed + 1}" + _same_threads(data.config),
-                            "recipe": data.recipe, "relreason": data.relreason, "code": data.code})
+                            "recipe": data.recipe, "relreason": data.relreason, "code": data.code,
+                            "per_task": data.per_task, "config": data.config})
     if not records:
         return None
     used_tasks = [t for t in tasks if any(r["task"] == t for r in records)]
@@ -251,7 +266,8 @@ def report_sections(results: Path, margin: float | None = None, tables: list[str
                         (" No verdicts: this unit declares no equivalence margin." if verdict_margin is None else
                          f" Verdict margin: ±{verdict_margin:g} " + ("(relative loss)." if result["lower_is_better"]
                                                                      else f"percentage point{'s' * (verdict_margin != 1)}."))),
-                  Block(rows=rows, columns=columns), Block(rows=cell_rows, columns=CELL_COLUMNS)]
+                  Block(rows=rows, columns=columns), *_distribution_blocks(result, margin),
+                  Block(rows=cell_rows, columns=CELL_COLUMNS)]
         chosen = [(r, selection.get((r["model"], r["setting"], r["task"], r["seed"]))) for r in ordered]
         if any(sel for _, sel in chosen):
             picked = []

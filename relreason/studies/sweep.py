@@ -21,9 +21,9 @@ from relreason.runs.stats import STD_KIND, check_margin
 from relreason.runtime import cli_command
 from relreason.studies.ablations import ABLATIONS
 from relreason.studies.cells import (cell_label, cell_state, collect, committed_result, delta_slug, is_held,
-                                     parse_shard, plan_cells, seed_groups, shard_cells)
+                                     nar_cells, parse_shard, plan_cells, seed_groups, shard_cells)
 from relreason.studies.costs import costs_file, estimate_cells, hours, read_costs  # noqa: F401 (costs_file: scripts)
-from relreason.studies.launch import cell_status, launch_for
+from relreason.studies.launch import Launch, cell_status, launch_for
 from relreason.studies.report import write_tables
 from relreason.studies.tables import TABLES
 from relreason.studies.training import pack_size, run_cells
@@ -83,7 +83,12 @@ def run_study(study: Study, options: SweepOptions = SweepOptions(), log: Callabl
     (its run directory under `out` is left as it is), and its record is read from there.
 
     `options.pack` (auto | on | off, relreason.studies.training.pack_size): the cells train in packs of cells of
-    any column and task, one process each (relreason.train.pack), instead of seed groups; auto packs on CUDA."""
+    any column and task, one process each (relreason.train.pack), instead of seed groups; auto packs on CUDA.
+
+    A column that reads a NAR the study pre-trains (`Variant.nar`, TransNAR) has its NAR cells (one per
+    algorithm and seed, relreason.studies.cells.nar_cells) trained first, by the same rules; its own cells
+    are then planned again to read them, and a cell whose NAR is not done (held by another process, or
+    submitted without --wait) waits for a later call."""
     o = options
     if o.jobs < 1:
         raise RelreasonError(f"--jobs {o.jobs} must be at least 1", "e.g. --jobs 2")
@@ -95,44 +100,26 @@ def run_study(study: Study, options: SweepOptions = SweepOptions(), log: Callabl
     cells = plan_cells(study, tasks, o.seeds, o.recipe, out, list(o.sets), parse_models(o.models))
     strategy = check_seed_strategy(o.seed_strategy)
     seed_batch = parse_seed_batch(o.seed_batch)
-    groups = seed_groups(cells, default_seed_batch(cells, len(o.seeds)) if seed_batch is None else seed_batch)
-    pack = pack_size(o.pack, cells)
-    if launch is not None and pack:
+    batch = default_seed_batch(cells, len(o.seeds)) if seed_batch is None else seed_batch
+    groups = seed_groups(cells, batch)
+    if launch is not None and pack_size(o.pack, cells):
         raise RelreasonError("--pack trains its cells in this process; a launcher submits them as jobs",
                              "give --pack off with --launcher, or train here (--launcher local)")
     submitted: list[dict] = []
     if o.train:
         mine_groups = shard_cells(groups, shard)
-        mine = [c for g in mine_groups for c in g]
-        states = {c.directory: cell_state(c) for c in mine}
-        stale = [c for c in mine if states[c.directory] == "stale" and not is_held(c)
-                 and committed_result(c, out, committed) is None]
-        if stale and not o.rerun_stale:
-            raise RelreasonError(f"{len(stale)} cell(s) were computed under another configuration or another "
-                                 f"version of a plugin (e.g. {stale[0].run_dir}); their results would mix budgets, "
-                                 "settings or code",
-                                 "pass --rerun-stale to move them aside (as run.stale-<time>) and train them again")
-        for c in stale:
-            c.run_dir.rename(c.directory / f"run.stale-{time.strftime('%Y%m%d-%H%M%S')}-{c.seed}")
-            states[c.directory] = "new"
-        kept = [c for c in mine if states[c.directory] != "done" and committed_result(c, out, committed) is not None]
-        if kept:
-            log(f"{len(kept)} cell(s) already committed under {committed}: not trained again "
-                f"({', '.join(cell_label(c) for c in kept[:3])}{', ...' if len(kept) > 3 else ''})")
-            for c in kept:
-                states[c.directory] = "done"
-        todo = [g for g in ([c for c in g if states[c.directory] not in ("done", "stale")] for g in mine_groups) if g]
-        if todo:
-            log(estimate_cells([c for g in todo for c in g]).line(
-                study.name, _device_text(todo[0][0]) if launch is None else f"{o.launcher} jobs"))
-        if launch is None:
-            try:
-                run_cells(study.name, todo, len(mine), o.jobs, o.show_progress, log, strategy, pack)
-            except KeyboardInterrupt:
-                log(f"{study.name}: interrupted; {resume_text()}")
-                raise
-        else:
-            submitted = launch.submit(study.name, todo, log, strategy)
+        nars = nar_cells([c for g in mine_groups for c in g])
+        if nars:  # first the NARs that this shard's TransNAR cells read, then those cells, planned again to read them
+            submitted += _train_groups(study, seed_groups(nars, batch), o, strategy, launch, log)
+            cells = plan_cells(study, tasks, o.seeds, o.recipe, out, list(o.sets), parse_models(o.models))
+            mine_groups = shard_cells(seed_groups(cells, batch), shard)
+            waiting = [c for g in mine_groups for c in g if c.nar is not None and cell_state(c.nar) != "done"]
+            if waiting:
+                log(f"{len(waiting)} cell(s) wait for their NAR, not trained yet ({cell_label(waiting[0])} reads "
+                    f"{waiting[0].nar.run_dir}): run the same command again once it is trained")
+            held_back = {c.directory for c in waiting}
+            mine_groups = [g for g in ([c for c in g if c.directory not in held_back] for g in mine_groups) if g]
+        submitted += _train_groups(study, mine_groups, o, strategy, launch, log)
     records, missing = collect(cells, out, committed)
     whole = set(tasks) == set(expand_tasks(study.tasks))
     first = cells[0].config
@@ -152,6 +139,44 @@ def run_study(study: Study, options: SweepOptions = SweepOptions(), log: Callabl
             "note": study.note, "std": STD_KIND, "lower_is_better": _lower_is_better(tasks),
             "margin": study.margin if o.margin is None else o.margin,
             **({"jobs": submitted} if launch is not None else {})}
+
+
+def _train_groups(study: Study, mine_groups: list[list], o: SweepOptions, strategy: str, launch: Launch | None,
+                  log: Callable[[str], None]) -> list[dict]:
+    """Trains (or submits, with `launch`) the seed groups `mine_groups` of `study`: stale cells refused unless
+    --rerun-stale (then moved aside), cells committed under --committed kept, finished ones skipped. Returns
+    the jobs submitted (none without `launch`)."""
+    out, committed = o.out, o.committed
+    mine = [c for g in mine_groups for c in g]
+    states = {c.directory: cell_state(c) for c in mine}
+    stale = [c for c in mine if states[c.directory] == "stale" and not is_held(c)
+             and committed_result(c, out, committed) is None]
+    if stale and not o.rerun_stale:
+        raise RelreasonError(f"{len(stale)} cell(s) were computed under another configuration or another "
+                             f"version of a plugin (e.g. {stale[0].run_dir}); their results would mix budgets, "
+                             "settings or code",
+                             "pass --rerun-stale to move them aside (as run.stale-<time>) and train them again")
+    for c in stale:
+        c.run_dir.rename(c.directory / f"run.stale-{time.strftime('%Y%m%d-%H%M%S')}-{c.seed}")
+        states[c.directory] = "new"
+    kept = [c for c in mine if states[c.directory] != "done" and committed_result(c, out, committed) is not None]
+    if kept:
+        log(f"{len(kept)} cell(s) already committed under {committed}: not trained again "
+            f"({', '.join(cell_label(c) for c in kept[:3])}{', ...' if len(kept) > 3 else ''})")
+        for c in kept:
+            states[c.directory] = "done"
+    todo = [g for g in ([c for c in g if states[c.directory] not in ("done", "stale")] for g in mine_groups) if g]
+    if todo:
+        log(estimate_cells([c for g in todo for c in g]).line(
+            study.name, _device_text(todo[0][0]) if launch is None else f"{o.launcher} jobs"))
+    if launch is not None:
+        return launch.submit(study.name, todo, log, strategy)
+    try:
+        run_cells(study.name, todo, len(mine), o.jobs, o.show_progress, log, strategy, pack_size(o.pack, mine))
+    except KeyboardInterrupt:
+        log(f"{study.name}: interrupted; {resume_text()}")
+        raise
+    return []
 
 
 def resume_text() -> str:
@@ -283,7 +308,7 @@ def sweep_status(kind: str, name: str, options: SweepOptions) -> list[dict]:
     o = options
     cells = plan_cells(study, expand_tasks(o.tasks if o.tasks is not None else study.tasks), o.seeds, o.recipe,
                        o.out, list(o.sets), parse_models(o.models))
-    return [cell_status(c) for c in cells]
+    return [cell_status(c) for c in [*nar_cells(cells), *cells]]
 
 
 def ablation_costs(name: str | None, options: SweepOptions = SweepOptions()) -> list[dict]:
@@ -344,16 +369,17 @@ def table_costs(costs: Path | None = None, table: str | None = None, tasks: str 
         rows.append({"table": name, "what": study.description, "columns": len(study.variants),
                      "tasks": len(table_tasks),
                      "cells per seed": len(study.variants) * len(table_tasks),
-                     "paper seeds": ", ".join(map(str, paper)) or "-", "seeds": seeds,
+                     "paper seeds": ", ".join(map(str, paper)) or (f"- (study: {study.seeds})" if study.seeds else "-"),
+                     "seeds": seeds,
                      "one cell (measured)": cost, "measured": cells,
                      **_table_total(study, table_tasks, cells, ratios, seeds if table is not None else None)})
     return rows, sorted(machines)
 
 
 def column_seeds(study: Study, v) -> int | None:
-    """The seed count the paper ran column `v` with (the largest of its figures'), or None if not known."""
+    """The seed count the paper ran column `v` with (the largest of its figures'), else the study's own, or None."""
     return max((p.seeds for (label, _), p in study.figures.items() if label == v.label and p.seeds),
-               default=study.averages[v.label].seeds if v.label in study.averages else None)
+               default=study.averages[v.label].seeds if v.label in study.averages else study.seeds)
 
 
 def group_sizes(seeds: int, batch: int) -> list[int]:

@@ -124,3 +124,24 @@ TABLES.register("new-processors", Study(
     layout="protocol",
     note="each recipe is Triplet-GMPNN's Ibarz et al. protocol with the processor's own defaults (the papers' "
          "protocols could not be read here); ours stand alone, with no published figure to compare"))
+
+# -- TransNAR (Bounsi et al. 2024): its headline claim, at a reduced scale (issue 39) --------------------------
+# The claim: a text transformer cross-attending to a pre-trained NAR generalises out of distribution where the
+# same transformer alone does not. The paper reports TransNAR ahead on most algorithms, not on binary_search,
+# find_maximum_subarray, minimum and quickselect: these four are from the rest, one per family (sorting, graphs,
+# greedy, strings), each cheap in text. The columns differ in the NAR alone (tests/studies/test_transnar_ood.py).
+TRANSNAR_OOD_TASKS = "text:insertion_sort,text:bfs,text:activity_selector,text:naive_string_matcher"
+TABLES.register("transnar-ood", Study(
+    "transnar-ood", "REDUCED-SCALE study of TransNAR's claim, not the paper's protocol: the same 0.81M-parameter "
+                    "text transformer and budget with and without a pre-trained NAR, scored in (n=12) and out of "
+                    "(n=10, 14) distribution (relreason/recipes/transnar_ood.yaml)",
+    (Variant("transnar", "transnar", recipe="transnar_ood",
+             nar=Variant("triplet-gmpnn nar", "triplet_gmpnn", recipe="transnar_ood_nar")),
+     Variant("text transformer", "transnar", {"model": {"use_nar": False}}, recipe="transnar_ood")),
+    tasks=TRANSNAR_OOD_TASKS, seeds=3, layout="protocol",
+    source="Bounsi et al. 2024, \"Transformers meet Neural Algorithmic Reasoners\" (arXiv 2406.09308): its "
+           "per-algorithm figures could not be read here, none is printed beside ours",
+    note="a reduced-scale test of the paper's claim, not its protocol (a 70M-parameter model trained on all "
+         "algorithms at once with a NAR trained on all of CLRS-30): one 0.81M-parameter model per algorithm, "
+         "16,000 examples, a Triplet-GMPNN pre-trained per algorithm and seed "
+         "(relreason/recipes/transnar_ood_nar.yaml) and read by the TransNAR cell of that algorithm and seed; --set nar.SECTION.KEY=VALUE sets the NAR cells"))

@@ -23,6 +23,9 @@ class Variant:
     delta: dict = field(default_factory=dict)  # config tree {section: {key: value}} applied over the recipe
     recipe: str | None = None  # the column's protocol; None: the model's paper recipe for each task
     caveat: str = ""  # non-empty: this column is knowingly not the paper's protocol (printed, never compared)
+    # a text column that reads a frozen NAR (TransNAR): the NAR column whose cell of the same algorithm and seed
+    # the study pre-trains first and names as this column's model.nar (relreason.studies.cells.plan_cells)
+    nar: "Variant | None" = None
 
 
 # A published figure: mean (in percent, or the paper's unit), its printed "±" with what the paper says it is
@@ -44,6 +47,7 @@ class Study:
     note: str = ""  # printed under the table (e.g. how the published ± is defined)
     layout: str = "study"  # "study": OUT/<name>/<variant>/...; "protocol": OUT/cells/<model>/<recipe>[+delta]/...
     margin: float | None = None  # equivalence margin of the verdicts, in the table's unit; None: 1.0 for scores in %
+    seeds: int | None = None  # the seed count of a study whose paper gives none to follow (its cost in --list)
 
     @property
     def varied_keys(self) -> set[str]:

@@ -1,0 +1,201 @@
+"""`relreason reproduce transnar-ood`: TransNAR with and without its pre-trained NAR, in and out of distribution.
+
+The two columns must differ in the NAR alone (same text model, data, budget and seed), every TransNAR cell
+must read the NAR cell of its own algorithm and seed, which the study trains first, and the table must
+show both columns in and out of distribution with their difference.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from relreason.cli.main import app
+from relreason.studies.cells import config_differences, nar_cells, plan_cells
+from relreason.studies.report import distribution_breakdown, size_classes
+from relreason.studies.tables import TABLES
+from relreason.tasks import expand_tasks
+
+runner = CliRunner()
+STUDY = TABLES.get("transnar-ood")
+WITH, WITHOUT = (v.label for v in STUDY.variants)
+NAR_ONLY = ["model.nar", "model.nar_config", "model.use_nar"]  # what may differ between the two columns
+
+# A study of seconds: a 1-layer text model of width 16 and a Triplet-GMPNN of width 8, a few examples each;
+# the test sizes stay the paper's 10, 12 and 14 (in distribution: 12, the rest out of it).
+TINY_TEXT = ["model.layers=1", "model.width=16", "model.heads=2", "train.batch_size=4", "train.train_examples=8",
+             "train.eval_every_examples=8", "data.train_num=8", "data.val_num=1", "data.test_num=2"]
+TINY_NAR = ["nar.model.hidden=8", "nar.train.batch_size=4", "nar.train.train_examples=8",
+            "nar.train.eval_every_examples=8", "nar.data.val_num=4", "nar.data.test_num=4"]
+
+
+def sets(items: list[str]) -> list[str]:
+    return [x for s in items for x in ("--set", s)]
+
+
+def test_the_columns_differ_in_the_nar_alone_and_each_transnar_cell_reads_its_own_algorithms_nar(tmp_path):
+    tasks = expand_tasks(STUDY.tasks)
+    assert len(tasks) >= 4 and len(STUDY.variants) == 2 and STUDY.seeds == 3
+    cells = plan_cells(STUDY, tasks, (0, 1), out=tmp_path)
+    by = {(c.variant.label, c.task, c.seed): c for c in cells}
+    for task in tasks:
+        for seed in range(2):
+            with_nar, without = by[WITH, task, seed], by[WITHOUT, task, seed]
+            # same text model, data, budget and seed: the resolved configs differ in the NAR alone
+            assert config_differences(with_nar.config.to_dict(), without.config.to_dict()) == NAR_ONLY
+            assert with_nar.config.recipe == without.config.recipe == "transnar_ood"
+            assert with_nar.config.model.use_nar and not without.config.model.use_nar and without.nar is None
+            assert with_nar.comparable and without.comparable
+            # the NAR cell of the same algorithm and seed, in the protocol layout, is what model.nar names
+            nar = with_nar.nar
+            algorithm = task.removeprefix("text:")
+            assert (nar.task, nar.seed, nar.config.model_name, nar.config.train.seed) == (algorithm, seed,
+                                                                                         "triplet_gmpnn", seed)
+            assert nar.directory == tmp_path / "cells" / "triplet_gmpnn" / "transnar_ood_nar" / algorithm / f"seed{seed}"
+            assert with_nar.config.model.nar == str(nar.run_dir)
+            assert with_nar.config.model.nar_config["config"] == nar.config.to_dict()
+    assert len(nar_cells(cells)) == len(tasks) * 2  # one NAR per algorithm and seed, none for the text column
+
+
+def test_the_text_weights_start_the_same_with_and_without_the_nar():
+    """The workload seeds the text model after building the NAR: TransNAR's text part is drawn exactly as
+    the text transformer's (its cross-attention after), so the columns start from the same text weights."""
+    from relreason.config import build_config
+    from relreason.models.text import TextTransformer, TransNAR
+
+    m = build_config("transnar", "text:insertion_sort", "transnar_ood").model
+    torch.manual_seed(3)
+    text = TextTransformer(m.text_config())
+    torch.manual_seed(3)
+    both = TransNAR(m.text_config(), m.cross_config(128, 128))
+    mine = both.state_dict()
+    assert all(torch.equal(w, mine[k]) for k, w in text.state_dict().items())
+
+
+def test_the_study_trains_the_nars_first_and_tables_both_columns_in_and_out_of_distribution(tmp_path):
+    from tests.cli.cli_run import relreason, succeeds
+
+    out = tmp_path / "reproduce"
+    command = ["reproduce", "transnar-ood", "--tasks", "text:insertion_sort", "--seeds", "1", "--out", str(out),
+               *sets(TINY_TEXT), *sets(TINY_NAR)]
+    first = relreason(*command, "--json")
+    result = json.loads(succeeds(first))
+    assert not result["missing"] and len(result["cells"]) == 2
+    # the NAR trained before the TransNAR cell that reads it
+    assert first.stderr.index("triplet-gmpnn nar / insertion_sort / seed 0") < first.stderr.index("transnar / text:")
+    nar = out / "cells" / "triplet_gmpnn" / "transnar_ood_nar" / "insertion_sort" / "seed0" / "run"
+    assert (nar / "results.json").is_file()
+    assert {c["variant"]: c["config"]["model"]["nar"] for c in result["cells"]} == {WITH: str(nar), WITHOUT: None}
+    table = json.loads((out / "tables" / "transnar-ood" / "results.json").read_text())["distribution_table"]
+    assert [r["model"] for r in table] == [WITH, WITHOUT, f"{WITH} minus {WITHOUT}"]
+    columns = set(table[0])
+    for head in ("in distribution (n=12)", "OOD, interpolation (n=10)", "OOD, extrapolation (n=14)"):
+        assert {f"{head}: {s}" for s in ("shape", "parse", "CLRS")} <= columns
+    # read back (nothing trains): both tables, labelled a reduced-scale study; the NAR cell listed by --status
+    again = runner.invoke(app, [*command, "--no-train"], env={"COLUMNS": "400"})
+    assert again.exit_code == 0, again.output
+    assert "REDUCED-SCALE study of TransNAR's claim, not the paper's protocol" in again.output
+    assert "in and out of distribution" in again.output
+    status = runner.invoke(app, [*command, "--status", "--json"])
+    assert [r["cell"] for r in json.loads(status.stdout)["cells"]][0] == "triplet-gmpnn nar / insertion_sort / seed 0"
+    # RESULTS.md: the table with its in/out-of-distribution block; the NAR cell in no other table (ibarz2022's
+    # Triplet-GMPNN is another protocol of the same model)
+    md = tmp_path / "RESULTS.md"
+    res = runner.invoke(app, ["results", "--from", str(out), "--results", str(tmp_path / "results"), "--md", str(md)])
+    assert res.exit_code == 0, res.output
+    text = md.read_text()
+    assert "## transnar-ood: REDUCED-SCALE study" in text and "In and out of distribution" in text
+    assert "OOD, extrapolation (n=14): CLRS" in text
+    assert "## ibarz2022" not in text
+    # the NAR cell is kept with the results (the TransNAR cells' input), without the model-selection diagnostics
+    # of table cells (a larger test set: hours for a real NAR, and it is in no table)
+    kept = tmp_path / "results" / "cells" / "triplet_gmpnn" / "transnar_ood_nar" / "insertion_sort"
+    assert (kept / "seed0.json").is_file()
+    assert not (tmp_path / "results" / "selection" / "triplet_gmpnn").exists()
+
+
+@pytest.mark.parametrize("bad, message", [
+    (["nar.train.seed=1"], "nar.train.seed"),
+    (["model.nar=runs/mine"], "model.nar"),
+    (["model.use_nar=true"], "model.use_nar"),
+])
+def test_the_nar_and_the_seed_are_the_studys_own(tmp_path, bad, message):
+    res = runner.invoke(app, ["reproduce", "transnar-ood", "--tasks", "text:insertion_sort", "--seeds", "1",
+                              "--out", str(tmp_path), *sets(bad)])
+    assert res.exit_code == 1 and message in res.output and "itself" in res.output, res.output
+
+
+def test_nar_settings_need_a_column_that_reads_a_nar_and_a_nar_one_algorithm(tmp_path):
+    from relreason.errors import RelreasonError
+
+    res = runner.invoke(app, ["reproduce", "clrs30", "--models", "mpnn", "--tasks", "bfs", "--seeds", "1",
+                              "--out", str(tmp_path), "--set", "nar.train.lr=0.1", "--no-train"])
+    assert res.exit_code == 1 and "no column of clrs30 reads a NAR" in res.output, res.output
+    with pytest.raises(RelreasonError, match="one NAR per algorithm; text:core8 is not one algorithm"):
+        plan_cells(STUDY, ["text:core8"], (0,), out=tmp_path)
+
+
+def _cell(variant: str, seed: int, clrs: dict[int, float]) -> dict:
+    return {"variant": variant, "seed": seed, "config": {"data": {"preset": "paper"}},
+            "per_task": {f"bfs@{n}": {"algorithm": "bfs", "size": n,
+                                      "outputs": {"shape": 1.0, "parse": 1.0, "clrs": x}} for n, x in clrs.items()}}
+
+
+def test_the_distribution_table_against_hand_values():
+    """Sizes 10, 12 and 14 against the paper preset's training sizes 4..8 and 12: 12 in distribution, 10
+    interpolation, 14 extrapolation; per column mean ± std over seeds, and the first column minus the other
+    with Welch's interval (hand: diffs of means; variances 0.5^2 / 2 + 0.5^2 / 2 = 0.25, df 2, t 4.303)."""
+    assert size_classes(_cell(WITH, 0, {10: 0.5, 12: 0.5, 14: 0.5})) == {
+        10: "OOD, interpolation", 12: "in distribution", 14: "OOD, extrapolation"}
+    result = {"variants": [WITH, WITHOUT], "seeds": 2, "cells": [
+        _cell(WITH, 0, {10: 0.80, 12: 0.90, 14: 0.700}), _cell(WITH, 1, {10: 0.80, 12: 0.90, 14: 0.710}),
+        _cell(WITHOUT, 0, {10: 0.60, 12: 0.90, 14: 0.400}), _cell(WITHOUT, 1, {10: 0.60, 12: 0.90, 14: 0.410})]}
+    rows, columns = distribution_breakdown(result)
+    assert columns[:3] == ["algorithm", "model", "in distribution (n=12): shape"]
+    mine, theirs, diff = rows
+    assert mine["OOD, extrapolation (n=14): CLRS"] == "70.5 ± 0.7" and theirs["OOD, extrapolation (n=14): CLRS"] == "40.5 ± 0.7"
+    half = 4.303 * 0.5 ** 0.5
+    assert diff["OOD, extrapolation (n=14): CLRS"] == f"+30.0 [{30 - half:+.1f}, {30 + half:+.1f}] higher"
+    assert diff["in distribution (n=12): CLRS"] == "+0.0 [+0.0, +0.0] equal within ±1"
+    assert diff["OOD, interpolation (n=10): CLRS"] == "+20.0 [+20.0, +20.0] higher"
+
+
+def test_graph_cells_have_no_distribution_table():
+    """Graph cells score per task and size too (per_task), but have no text preset: no in/out-of-distribution
+    table, and no error."""
+    graph = {"variant": "mpnn", "seed": 0, "config": {"data": {"train_size": 16}},
+             "per_task": {"bfs": {"algorithm": "bfs", "size": 64, "outputs": {"clrs": 0.5}}}}
+    assert distribution_breakdown({"variants": ["mpnn"], "seeds": 1, "cells": [graph]}) is None
+
+
+def test_a_transnar_cell_counts_its_nar_by_what_it_computed_not_where_it_lies(tmp_path):
+    """The NAR a TransNAR cell reads enters its identity by the NAR's own identity: another sweep directory or
+    another machine's thread count is the same cell; a NAR trained on another budget is another."""
+    from relreason.studies.cells import result_identity
+
+    def identity(out, extra=()):
+        (cell,) = plan_cells(STUDY, ["text:bfs"], (0,), out=out, sets=list(extra), models=None)[:1]
+        return result_identity(cell.config.to_dict())
+
+    here = identity(tmp_path / "a")
+    assert identity(tmp_path / "b", ["nar.train.threads=2"]) == here
+    assert identity(tmp_path / "a", ["nar.train.train_examples=64"]) != here
+
+
+def test_machine_settings_reach_the_nar_cells_and_nar_settings_only_them(tmp_path):
+    """`reproduce_results.sh` runs every line with --set train.threads=1: the NAR cells of a lane must run on
+    one thread too. A nar.* setting is the NAR cells' alone, and wins over the shared one."""
+    (cell,) = [c for c in plan_cells(STUDY, ["text:bfs"], (0,), out=tmp_path,
+                                     sets=["train.threads=1", "train.device=cpu", "nar.train.lr=0.01"])
+               if c.nar is not None]
+    assert (cell.nar.config.train.threads, cell.nar.config.train.device) == (1, "cpu")
+    assert cell.nar.config.train.lr == 0.01 and cell.config.train.lr != 0.01
+    assert not cell.comparable and "model.nar_config" in cell.why_not  # its NAR is not the protocol's
+    (cell,) = [c for c in plan_cells(STUDY, ["text:bfs"], (0,), out=tmp_path, sets=["train.threads=1"]) if c.nar]
+    assert cell.comparable and cell.nar.comparable and cell.nar.config.train.threads == 1  # machine keys only
+    (cell,) = [c for c in plan_cells(STUDY, ["text:bfs"], (0,), out=tmp_path,
+                                     sets=["train.threads=1", "nar.train.threads=2"]) if c.nar is not None]
+    assert (cell.config.train.threads, cell.nar.config.train.threads) == (1, 2)
