@@ -11,7 +11,8 @@ import pytest
 from fake_runs import results_json
 
 from relreason.config import build_config
-from relreason.protocol import INCIDENTAL_KEYS, NOT_PROTOCOL_KEYS, SEED_KEY, run_identity, setting_identity
+from relreason.protocol import (INCIDENTAL_KEYS, KEY_RULES, LOWERABLE_KEYS, MACHINE_KEYS, NOT_PROTOCOL_KEYS,
+                                RESUMABLE_KEYS, SEED_KEY, run_identity, setting_identity)
 from relreason.rundir import RunDir, RunRecord
 from relreason.runs.discovery import discover_runs
 from relreason.runs.grouping import group_runs
@@ -39,14 +40,27 @@ def _finish(run_dir, plain: dict, score: float) -> None:
     rd.results.write_text(results_json(plain, score))
 
 
-def test_every_incidental_key_is_a_key_of_some_configuration():
-    """A renamed option would silently count as a result again: each listed key must exist."""
+def test_every_key_with_a_rule_is_a_key_of_some_configuration():
+    """A renamed option would silently lose its rule (count as a result again, or refuse a resume): each key that
+    KEY_RULES declares must exist."""
     plains = [build_config(m, "bfs").to_dict() for m in ("et", "mpnn")]
     plains.append(build_config("transnar", "text:insertion_sort").to_dict())
-    found = {k for k in INCIDENTAL_KEYS + NOT_PROTOCOL_KEYS
+    found = {k for k in (*KEY_RULES, *NOT_PROTOCOL_KEYS)
              if any(k.split(".")[1] in (p.get(k.split(".")[0]) or {}) for p in plains)}
-    assert found == set(INCIDENTAL_KEYS) | {SEED_KEY}
+    assert found == set(KEY_RULES) | {SEED_KEY}
     assert set(OTHER) == set(INCIDENTAL_KEYS)
+
+
+def test_each_rule_reads_the_one_declaration():
+    """What resume may change, what a study's NAR cells share and what leaves a cell's identity are read from
+    KEY_RULES alone (the lists as they were before they were declared in one place)."""
+    assert RESUMABLE_KEYS == ("train.train_examples", "train.device", "train.threads", "train.eval_batch_size",
+                              "train.log", "train.static_step", "train.cuda_graph")
+    assert LOWERABLE_KEYS == ("train.lr",)
+    assert set(MACHINE_KEYS) == set(INCIDENTAL_KEYS) - {"model.nar"}
+    from relreason.train import resume
+
+    assert resume.RESUMABLE_KEYS is RESUMABLE_KEYS and resume.LOWERABLE_KEYS is LOWERABLE_KEYS
 
 
 @pytest.mark.parametrize("key", INCIDENTAL_KEYS)

@@ -178,10 +178,10 @@ NAR_PREFIX = "nar."
 
 def _machine_keys(tree: dict) -> dict:
     """The `--set` tree's keys that say where and how a cell runs, not what it computes (relreason.protocol's
-    incidental keys, less model.nar): a study's NAR cells run on the same machine settings as its own."""
-    from relreason.protocol import INCIDENTAL_KEYS
+    MACHINE_KEYS): a study's NAR cells run on the same machine settings as its own."""
+    from relreason.protocol import MACHINE_KEYS
 
-    keep = {tuple(k.split(".")) for k in INCIDENTAL_KEYS if k != "model.nar"}
+    keep = {tuple(k.split(".")) for k in MACHINE_KEYS}
     out: dict = {}
     for section, values in tree.items():
         for key, value in values.items():

@@ -16,15 +16,10 @@ from pathlib import Path
 from relreason.config import (PAPER, Config, Layer, build_config, paper_recipe, parse_overrides, recipe_deviation,
                               recipe_names, resolve)
 from relreason.errors import RelreasonError
+from relreason.protocol import LOWERABLE_KEYS, RESUMABLE_KEYS  # each key's rules: relreason.protocol.KEY_RULES
 from relreason.rundir import RunDir, RunRecord, read_run_record
 from relreason.train import checkpoint as ckpt
 
-# Keys a resumed run may change: they do not alter what already ran (a longer budget continues it; under a
-# decaying train.lr_schedule it stretches the decay over the new budget from there on).
-RESUMABLE_KEYS = ("train.train_examples", "train.device", "train.threads", "train.eval_batch_size", "train.log",
-                  "train.static_step", "train.cuda_graph")
-# ... and train.lr may be lowered (a diverged run continues from its last checkpoint), recorded as a deviation
-LOWERABLE_KEYS = ("train.lr",)
 
 
 def resume_refusals(changed: dict[str, tuple]) -> dict[str, tuple]:
