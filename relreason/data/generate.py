@@ -22,6 +22,7 @@ from relreason.data import samplers
 from relreason.data.algorithms import ALGORITHMS, Algorithm, canonical_split
 from relreason.data.families import GraphSpec, parse_graph
 from relreason.data.specs import spec_hash, spec_to_json
+from relreason.data.store import load_dataset, read_meta, write_dataset
 from relreason.data.trajectory import Dataset, Trajectory
 from relreason.errors import RelreasonError
 
@@ -198,8 +199,6 @@ def write_split(algorithm: str, split: str | None, size: int | None, num: int | 
     """Generates a split straight to disk (streamed chunk by chunk, atomic). Returns its path.
 
     `on_chunk(k)` is called after each chunk of k samples (progress bars); `graph`: a graph family."""
-    from relreason.data.store import write_dataset
-
     r = resolve_split(algorithm, split, size, num, seed, graph)
     path = dataset_path(out_dir, algorithm, r["split"], r["graph"])
     if path.exists() and not force:
@@ -245,8 +244,6 @@ def terminate_as_interrupt():
 def cached_split(algorithm: str, split: str | None, data_dir, size: int | None = None, num: int | None = None,
                  seed: int | None = None, graph: str | GraphSpec | None = None) -> Dataset:
     """Loads a split from the on-disk cache, generating it first when missing or stale."""
-    from relreason.data.store import load_dataset, read_meta
-
     r = resolve_split(algorithm, split, size, num, seed, graph)
     path = dataset_path(data_dir, algorithm, r["split"], r["graph"])
     want = split_meta(algorithm, **r)

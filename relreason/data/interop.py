@@ -188,7 +188,7 @@ def pyg_graphs(ds: Dataset, edges: str = "adjacency") -> list:
                              f"its {ADJACENCY} input: the {edges} export would lose them",
                              "export with --edges complete (every ordered pair is an edge)")
     _require("torch_geometric", "export to pyg", "pyg")
-    import torch
+    import torch  # CLI start-up: torch loads on use
     from torch_geometric.data import Data
     stores = {Stage.INPUT: ds.inputs, Stage.HINT: ds.hints, Stage.OUTPUT: ds.outputs}
     counts = _node_counts(ds)
@@ -216,7 +216,7 @@ def pyg_graphs(ds: Dataset, edges: str = "adjacency") -> list:
 
 def write_pyg(path, out: Path, edges: str = "adjacency") -> Path:
     """A graph split as a list of torch_geometric `Data`, saved with torch.save at `out` (atomically)."""
-    import torch
+    import torch  # CLI start-up: torch loads on use
 
     graphs = pyg_graphs(load_dataset(path), edges)
     with atomic_path(out) as tmp:
