@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 from typing import Optional
 
+from relreason.data.store import atomic_path
 from relreason.errors import RelreasonError
 from relreason.eval.metric_kinds import UNKNOWN_METRIC, Metric, MetricLookup, resolve_metric
 from relreason.rundir import RunDir, read_metrics, validations
@@ -237,8 +238,6 @@ def ood_figure(sweeps: list[tuple[str, dict]], by: str = "run"):
 
 def save_figure(fig, out: Path) -> Path:
     """Writes the figure atomically (temp file + rename) in the format its suffix names."""
-    from relreason.data.store import atomic_path
-
     out = Path(out)
     fmt = out.suffix.lstrip(".").lower()
     if fmt not in FORMATS:
