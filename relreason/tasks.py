@@ -27,10 +27,6 @@ from relreason.data.generate import cached_split, dataset_path, terminate_as_int
 from relreason.data.lobster import LOBSTER_SPEC, SPLITS, lobster_split
 from relreason.data.specs import Spec, Type, spec_hash
 from relreason.data.store import load_dataset, read_meta, save_dataset, write_dataset
-from relreason.data.trajectory import Dataset
-from relreason.errors import RelreasonError
-from relreason.eval.metric_kinds import METRICS
-from relreason.registry import Registry
 from relreason.data.text import (
     REFERENCE_VAL_EXAMPLES,
     REFERENCE_VAL_SEEDS,
@@ -41,8 +37,12 @@ from relreason.data.text import (
     text_split,
     write_text_split,
 )
+from relreason.data.trajectory import Dataset
+from relreason.errors import RelreasonError
+from relreason.eval.metric_kinds import METRICS
 from relreason.eval.metrics import Scorer
 from relreason.eval.relative import RelativeLossScorer
+from relreason.registry import Registry
 
 
 @dataclass(frozen=True)
