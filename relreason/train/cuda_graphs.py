@@ -42,6 +42,7 @@ import torch
 
 from relreason.errors import RelreasonError
 from relreason.models.noise import Tape
+from relreason.train.workloads import NarPart, NarWorkload
 
 
 def signature(batch) -> tuple:
@@ -166,8 +167,6 @@ class CapturedStep:
 
 def check_capturable(cfg, device: torch.device, world: int, workload) -> None:
     """Refuses, in one line, a run whose step cannot be captured (train.cuda_graph)."""
-    from relreason.train.workloads import NarWorkload
-
     if device.type != "cuda":
         raise RelreasonError(f"train.cuda_graph captures the training step on a CUDA device, but this run trains "
                              f"on {device.type}", "set train.device: cuda (auto picks it on a CUDA machine) or "
@@ -190,8 +189,6 @@ def check_capturable(cfg, device: torch.device, world: int, workload) -> None:
 def captured_loss(workload, model: torch.nn.Module, precision: str, device: torch.device) -> Callable:
     """The step's loss for a CapturedStep: the workload's, under autocast without its cache (which a
     capture forbids) in bf16."""
-    from relreason.train.workloads import NarPart
-
     def loss_fn(batch, noise):
         ctx = torch.autocast(device.type, dtype=torch.bfloat16, cache_enabled=False) if precision == "bf16" \
             else contextlib.nullcontext()
