@@ -40,8 +40,6 @@ from relreason.data.text import (
 from relreason.data.trajectory import Dataset
 from relreason.errors import RelreasonError
 from relreason.eval.metric_kinds import METRICS
-from relreason.eval.metrics import Scorer
-from relreason.eval.relative import RelativeLossScorer
 from relreason.registry import Registry
 
 
@@ -66,7 +64,10 @@ class Task:
     def scorer(self, spec: Spec):
         """A fresh accumulator of this task's metric over the (prepared) spec."""
         if self.metric == "relative_loss":
+            from relreason.eval.relative import RelativeLossScorer  # CLI start-up: the metric's module loads torch
+
             return RelativeLossScorer(spec)
+        from relreason.eval.metrics import Scorer  # CLI start-up: the metric's module loads torch
 
         return Scorer(spec, self.metric)
 

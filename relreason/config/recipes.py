@@ -21,7 +21,6 @@ from relreason.config.schema import SECTIONS
 from relreason.config.strict_yaml import load_yaml
 from relreason.errors import RelreasonError
 from relreason.files import read_text
-from relreason.models.catalog import paper_recipe as declared
 from relreason.registry import Registry
 from relreason.runtime import recipe_dir
 from relreason.tasks import task_kind
@@ -146,6 +145,8 @@ def paper_recipe(model: str, task: str) -> str:
     """The recipe that reproduces the model's paper on this task, as the model's entry declares it
     for the task's kind (relreason.models.entry: `rt` on CLRS tasks, `lobster_rt` on lobsters);
     `default` where it declares none."""
+    from relreason.models.catalog import paper_recipe as declared  # CLI start-up: relreason.models loads torch
+
     return declared(model, task_kind(task))
 
 

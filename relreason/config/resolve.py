@@ -39,8 +39,6 @@ from relreason.config.recipes import PAPER, paper_recipe, read_recipe, recipe_de
 from relreason.config.schema import SECTIONS, Config, TrainConfig, validate
 from relreason.config.strict_yaml import IntegerTooLong, load_yaml
 from relreason.errors import RelreasonError
-from relreason.models.catalog import Family, find_model
-from relreason.models.config import ModelConfig
 from relreason.protocol import NOT_PROTOCOL_KEYS
 from relreason.tasks import data_config_class, expand_tasks, task_defaults, task_kind
 from relreason.typecheck import YAML, Mismatch, check
@@ -239,18 +237,25 @@ def resolve(model_name: str, task: str, layers: list[Layer], recipe_label: str |
 
 
 def _model(name: str):
+    from relreason.models.catalog import find_model  # CLI start-up: relreason.models loads torch
+
     return find_model(name)
 
 
 def _model_sections(family, entry) -> tuple[Any, Any]:
     """(model section, processor section) defaults of a model."""
+    from relreason.models.catalog import Family  # CLI start-up: relreason.models loads torch
+
     if family is Family.TEXT:
         return entry.config(), None
+    from relreason.models.config import ModelConfig  # CLI start-up: relreason.models loads torch
 
     return ModelConfig(), entry.config()
 
 
 def _check_family(model: str, family, task: str, kind: str) -> None:
+    from relreason.models.catalog import Family  # CLI start-up: relreason.models loads torch
+
     if (family is Family.TEXT) != (kind == "text"):
         want = "a text: task (e.g. text:insertion_sort)" if family is Family.TEXT else "a graph task (e.g. bellman_ford)"
         raise RelreasonError(f"model {model!r} cannot train on {task!r}", f"{model} is a {family.value} model: give {want}")
