@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from relreason.config import paper_recipe
 from relreason.errors import RelreasonError
 from relreason.files import read_json
 from relreason.studies.cells import Cell, delta_slug
+from relreason.studies.tables import TABLES
 
 # what makes two cells cost the same (besides the task, the seed and the training examples, scaled)
 CostKey = tuple[str, str, str, int]  # (model, resolved recipe, delta slug, batch size)
@@ -69,9 +71,6 @@ class Measured:
 def _measured(costs_path: str) -> dict[CostKey, Measured]:
     """{cost key: measured cell} of every measured column of the costs file at `costs_path` (its recipe
     resolved as build_config names it: the column's, else the model's paper recipe for the task)."""
-    from relreason.config import paper_recipe
-    from relreason.studies.tables import TABLES
-
     found: dict[CostKey, Measured] = {}
     for table, entry in read_costs(Path(costs_path)).items():
         if table not in TABLES or not isinstance(entry, dict):

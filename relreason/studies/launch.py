@@ -32,10 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from relreason.data.store import atomic_path
 from relreason.errors import RelreasonError
 from relreason.files import maybe_json_object
 from relreason.registry import Registry
+from relreason.runtime import lock_holder
 from relreason.studies.cells import Cell, cell_label, cell_state, is_held
+from relreason.studies.training import train_group
 
 JOB_RECORD = "job.json"  # in a cell's directory, beside its run: the job that was submitted to train it
 EXTRA = "pip install 'relreason[slurm]'"
@@ -220,8 +223,6 @@ class CellJob:
         self.command, self.strategy = command, strategy
 
     def __call__(self, cells: list[Cell]) -> list[str]:
-        from relreason.studies.training import train_group
-
         def log(message: str) -> None:
             print(message, file=sys.stderr, flush=True)
 
@@ -257,8 +258,6 @@ def _wait(name: str, jobs: list, groups: list[list[Cell]], log: Callable[[str], 
 
 
 def write_job_record(cell: Cell, record: dict) -> None:
-    from relreason.data.store import atomic_path
-
     with atomic_path(cell.directory / JOB_RECORD) as tmp:
         tmp.write_text(json.dumps(record, sort_keys=True) + "\n")
 
@@ -273,8 +272,7 @@ def cell_status(cell: Cell) -> dict:
     """`--status` of one cell: "done", "running" (another process holds its lock), "partial" (a checkpoint
     to resume), "missing" (nothing yet) or "stale" (another configuration's run), with its recorded job
     (or None), where it runs and how many examples its last checkpoint holds."""
-    from relreason.runtime import lock_holder
-    from relreason.train.checkpoint import load_trainer_state
+    from relreason.train.checkpoint import load_trainer_state  # CLI start-up: torch loads on use
 
     state = cell_state(cell)
     holder = lock_holder(cell.run_dir) if state != "done" else None
