@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import relreason
 from relreason.errors import RelreasonError
 from relreason.files import open_for_update, open_regular, parse_json
 from relreason.rundir import LOCK
@@ -163,7 +164,7 @@ def hardware(device: str | None = None) -> str:
     """What a run computes on, in words: "Intel(R) Xeon(R) ... (2 cores), 1 torch thread, cpu" or
     "NVIDIA H100 80GB HBM3, cuda". Recorded by every training session (start and each resume), so a
     result says on what machines it was computed."""
-    import torch
+    import torch  # CLI start-up: torch loads on use
 
     dev = str(device or "cpu")
     if dev.startswith("cuda") and torch.cuda.is_available():
@@ -200,7 +201,6 @@ def source_digest() -> str:
     computed."""
     import hashlib
 
-    import relreason
 
     root = Path(relreason.__file__).parent
     files = [p for p in root.rglob("*") if p.suffix in (".py", ".yaml") and "__pycache__" not in p.parts]
@@ -217,7 +217,6 @@ def code_record() -> dict:
     and are null otherwise (an installed wheel: the version and the source digest say it)."""
     import subprocess
 
-    import relreason
 
     root = Path(relreason.__file__).resolve().parent.parent
     commit = dirty = None
@@ -246,7 +245,7 @@ def count_host_syncs():
     nothing waits, so a test there guards what would stall a GPU."""
     from collections import Counter
 
-    from torch.overrides import TorchFunctionMode
+    from torch.overrides import TorchFunctionMode  # CLI start-up: torch loads on use
 
     class _Count(TorchFunctionMode):
         def __init__(self):
@@ -268,7 +267,7 @@ def count_host_syncs():
 
 def _to_host(args, kwargs) -> bool:
     """Whether a `Tensor.to(...)` call moves a non-CPU tensor to the CPU."""
-    import torch
+    import torch  # CLI start-up: torch loads on use
 
     target = kwargs.get("device", args[1] if len(args) > 1 else None)
     return isinstance(args[0], torch.Tensor) and args[0].device.type != "cpu" and str(target).startswith("cpu")
