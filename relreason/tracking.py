@@ -171,7 +171,7 @@ class Trackers:
 
 def _wandb_installed() -> None:
     try:
-        import wandb  # noqa: F401
+        import wandb  # noqa: F401  (optional: the wandb extra)
     except ImportError:
         raise RelreasonError("train.log=wandb needs the wandb package",
                              "pip install 'relreason[wandb]', or drop wandb from train.log") from None
@@ -179,8 +179,8 @@ def _wandb_installed() -> None:
 
 def _tensorboard_installed() -> None:
     try:
-        import tensorboard  # noqa: F401
-        from torch.utils.tensorboard import SummaryWriter  # noqa: F401
+        import tensorboard  # noqa: F401  (optional: the tensorboard extra)
+        from torch.utils.tensorboard import SummaryWriter  # noqa: F401  (optional: the tensorboard extra)
     except ImportError:
         raise RelreasonError("train.log=tensorboard needs the tensorboard package",
                              "pip install 'relreason[tensorboard]', or drop --set train.log=tensorboard") from None

@@ -99,7 +99,7 @@ def text_columns(path) -> tuple[dict[str, list], dict]:
 
 
 def _arrow_table(columns: dict[str, list], meta: dict):
-    import pyarrow as pa
+    import pyarrow as pa  # optional: the hf extra
 
     types = {"question": pa.string(), "answer": pa.string(), "algorithm": pa.string(), "length": pa.int64(),
              "seed": pa.int64(), "index": pa.int64(), "id": pa.string()}
@@ -111,7 +111,7 @@ def write_parquet(path, out: Path) -> Path:
     """A CLRS-Text split as one Parquet file at `out` (written atomically)."""
     columns, meta = text_columns(path)  # a bad input is reported before any package is imported
     _require("pyarrow", "export to parquet", "hf")
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # optional: the hf extra
 
     table = _arrow_table(columns, meta)
     with atomic_path(out) as tmp:
@@ -124,7 +124,7 @@ def write_hf(path, out: Path) -> Path:
     `out` (written beside it, then renamed); `datasets.load_from_disk(out)` reads it back."""
     columns, meta = text_columns(path)
     _require("datasets", "export to hf", "hf")
-    import datasets
+    import datasets  # optional: the hf extra
 
     table = _arrow_table(columns, meta)
     info = datasets.DatasetInfo(description=json.dumps(meta))
@@ -189,7 +189,7 @@ def pyg_graphs(ds: Dataset, edges: str = "adjacency") -> list:
                              "export with --edges complete (every ordered pair is an edge)")
     _require("torch_geometric", "export to pyg", "pyg")
     import torch  # CLI start-up: torch loads on use
-    from torch_geometric.data import Data
+    from torch_geometric.data import Data  # optional: the pyg extra
     stores = {Stage.INPUT: ds.inputs, Stage.HINT: ds.hints, Stage.OUTPUT: ds.outputs}
     counts = _node_counts(ds)
     graphs = []

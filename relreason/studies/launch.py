@@ -138,7 +138,7 @@ def parse_slurm(text: str) -> dict:
 
 def check_submitit(launcher: str) -> None:
     try:
-        import submitit  # noqa: F401
+        import submitit  # noqa: F401  (optional: the slurm extra)
     except ImportError:
         raise RelreasonError(f"--launcher {launcher} needs the submitit package",
                              f"{EXTRA}, or leave --launcher out to train here") from None
@@ -158,7 +158,7 @@ class Launch:
                strategy: str = "auto") -> list[dict]:
         """Submits the seed groups of study `name` left to train, as one array, one element per group (a cell
         whose lock is held is running elsewhere and is left alone); returns [{"job", "cells"}] per element."""
-        import submitit
+        import submitit  # optional: the slurm extra
 
         held = {c.directory for g in groups for c in g if is_held(c)}
         for c in (c for g in groups for c in g if c.directory in held):
@@ -234,7 +234,7 @@ class CellJob:
         return statuses
 
     def checkpoint(self, cells: list[Cell]):
-        import submitit
+        import submitit  # optional: the slurm extra
 
         return submitit.helpers.DelayedSubmission(self, cells)
 
