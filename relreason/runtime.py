@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import fcntl
+import hashlib
 import json
 import os
+import shlex
 import socket
+import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import relreason
@@ -24,7 +29,6 @@ def cli_command() -> str | None:
     prog = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
     if prog is None or not (prog.name == "relreason" or prog.parts[-2:] == ("relreason", "__main__.py")):
         return None
-    import shlex
 
     return "relreason " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
@@ -94,8 +98,6 @@ class RunLock:
         self._fd: int | None = None
 
     def acquire(self) -> "RunLock":
-        import fcntl
-
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             # never through a link, a hard link or a FIFO: truncating it would empty a file outside the run
@@ -118,7 +120,6 @@ class RunLock:
     def release(self) -> None:
         if self._fd is None:
             return
-        import fcntl
 
         os.ftruncate(self._fd, 0)  # the file stays (unlinking it would race with a waiting locker)
         fcntl.flock(self._fd, fcntl.LOCK_UN)
@@ -142,8 +143,6 @@ def _read_holder(fd: int) -> dict:
 
 def lock_holder(directory: Path) -> dict | None:
     """The holder record of a run directory's lock if a live process holds it, else None."""
-    import fcntl
-
     path = Path(directory) / RunLock.NAME
     try:
         fd = open_regular(path)  # a FIFO there must not hang `relreason runs`
@@ -199,8 +198,6 @@ def source_digest() -> str:
     """A digest of the package's source as it is imported now: every *.py and *.yaml file under the package (the
     built-in recipes included: relreason/recipes/), by relative path and bytes. Equal digests: the same code
     computed."""
-    import hashlib
-
 
     root = Path(relreason.__file__).parent
     files = [p for p in root.rglob("*") if p.suffix in (".py", ".yaml") and "__pycache__" not in p.parts]
@@ -215,8 +212,6 @@ def code_record() -> dict:
     """Which code ran: {"version", "source": source_digest(), "commit", "dirty"}; commit and dirty come from
     git where the package is imported from a git checkout (dirty: its code paths differ from the commit),
     and are null otherwise (an installed wheel: the version and the source digest say it)."""
-    import subprocess
-
 
     root = Path(relreason.__file__).resolve().parent.parent
     commit = dirty = None
@@ -243,8 +238,6 @@ def count_host_syncs():
     """A context manager counting the calls of HOST_READS (as Tensor methods or torch functions) made
     inside it, by name: `with count_host_syncs() as seen: step(); assert not seen`. Works on CPU, where
     nothing waits, so a test there guards what would stall a GPU."""
-    from collections import Counter
-
     from torch.overrides import TorchFunctionMode  # CLI start-up: torch loads on use
 
     class _Count(TorchFunctionMode):

@@ -9,6 +9,7 @@ with `--partial`.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -123,8 +124,6 @@ def print_ablations(rows: list[dict], as_json: bool) -> None:
 
 def print_status(rows: list[dict], as_json: bool) -> None:
     """`--status`: a row per cell (status, job, progress), then the counts (stderr)."""
-    from collections import Counter
-
     if as_json:
         out.print_json(json.dumps({"cells": rows}))
         return

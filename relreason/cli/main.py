@@ -8,6 +8,7 @@ code 2 (relreason.cli.common lists the exit codes).
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import json
 import re
@@ -218,8 +219,6 @@ def list_cmd(what: Annotated[str, typer.Argument(help="What to list: " + ", ".jo
 def one_line_summaries(typer_app: typer.Typer) -> None:
     """`relreason --help` lists each command by its docstring's first paragraph as one line of prose (rich wraps
     it to the terminal), not with the docstring's own line breaks, which cut its sentences mid-way."""
-    import inspect
-
     for info in typer_app.registered_commands:
         doc = info.callback.__doc__ if info.callback is not None else None
         if info.short_help is None and doc:

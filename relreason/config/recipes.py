@@ -11,6 +11,8 @@ relreason.config.resolve. Installed plugins add recipes (relreason.plugins, docs
 
 from __future__ import annotations
 
+import difflib
+import importlib.resources
 import re
 import types
 from pathlib import Path
@@ -27,8 +29,6 @@ from relreason.tasks import task_kind
 
 
 def _package_dir(package: types.ModuleType | str) -> Path:
-    import importlib.resources
-
     return Path(str(importlib.resources.files(package)))
 
 
@@ -67,8 +67,6 @@ def find_recipe(recipe: str) -> Path:
             raise RelreasonError(f"recipe {recipe} is a directory, not a YAML file", "give a recipe name or a YAML path")
         return path
     if recipe not in RECIPES:
-        import difflib
-
         names = recipe_names()
         close = difflib.get_close_matches(recipe, names, n=2)
         hint = (f"did you mean {' or '.join(close)}? " if close else "") + f"known recipes: {', '.join(names)}"

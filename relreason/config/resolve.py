@@ -27,6 +27,7 @@ defaults).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import types
 import typing
 from dataclasses import dataclass, field
@@ -124,8 +125,6 @@ def apply_updates(obj: Any, updates: dict, prefix: str, errors: list[str]) -> An
     for key, value in updates.items():
         path = f"{prefix}.{key}"
         if key not in names:
-            import difflib
-
             close = difflib.get_close_matches(str(key), names, n=1)
             errors.append(f"{path}: unknown key" + (f" (did you mean {prefix}.{close[0]}?)" if close else
                                                     f" (known: {', '.join(sorted(names))})"))

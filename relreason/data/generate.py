@@ -12,7 +12,10 @@ name (`test.ws_k=4_p=0.1.safetensors`). Without one, nothing differs from the be
 
 from __future__ import annotations
 
+import signal
+import threading
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
 import numpy as np
@@ -182,8 +185,6 @@ def generate(name: str, split: str | None = None, *, num: int | None = None, siz
 def dataset_path(out_dir, algorithm: str, split: str, graph: str | None = None):
     """Where a split lives on disk: `out_dir/algorithm/<split>.safetensors`, or for a graph family
     `<split>.<family text, punctuation as _>.safetensors` (`test.ws_k=4_p=0.1`)."""
-    from pathlib import Path
-
     name = split if graph is None else f"{split}.{_file_part(graph)}"
     return Path(out_dir) / algorithm / f"{name}.safetensors"
 
@@ -224,9 +225,6 @@ def terminate_as_interrupt():
     """SIGTERM (`kill`, a scheduler's stop) raises KeyboardInterrupt, as Ctrl-C does, so that the
     writers' cleanup runs (temporary files removed) before the process ends. Main thread only (signal
     handlers can only be set there); the previous handler is put back."""
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         yield
         return

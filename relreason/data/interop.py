@@ -35,6 +35,7 @@ pointers, bridges' is_bridge, strongly_connected_components' A_t): exporting the
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -59,8 +60,6 @@ TEXT_COLUMNS = ("id", "question", "answer", "algorithm", "length", "seed", "inde
 
 
 def _require(module: str, what: str, extra: str) -> None:
-    import importlib
-
     try:
         importlib.import_module(module)
     except ImportError:

@@ -13,6 +13,7 @@ training examples. Cells no measurement covers are named, never guessed.
 
 from __future__ import annotations
 
+import importlib.resources
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -30,8 +31,6 @@ CostKey = tuple[str, str, str, int]  # (model, resolved recipe, delta slug, batc
 def costs_file() -> Path:
     """The measured cell costs shipped with relreason (relreason/studies/costs.json, package data, written
     by scripts/bench_reproduce.py), so that `reproduce --list` shows them from any directory."""
-    import importlib.resources
-
     return Path(str(importlib.resources.files("relreason.studies") / "costs.json"))
 
 

@@ -18,7 +18,11 @@ are written from those files alone (relreason.studies.results_report).
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
+import re
+import shutil
 from pathlib import Path
 
 from relreason.config import config_from_dict
@@ -179,8 +183,6 @@ def validation_curve(run: Path) -> dict | None:
 def device_kind(hardware: list[str]) -> str:
     """"cuda" when a session of a run trained on a CUDA device (relreason.runtime.hardware's words: "NVIDIA H200,
     cuda, torch ..."), else "cpu"."""
-    import re
-
     return "cuda" if any(re.search(r", cuda(:\d+)?(,|$)", h) for h in hardware) else "cpu"
 
 
@@ -201,9 +203,6 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
     CPU and compared within CROSS_DEVICE_SCORE_ATOL and CROSS_DEVICE_LOSS_RTOL. Returns {"validations",
     "matches", "difference" (the first, in words; None when they match), "code" (today's), "stored_code",
     "made_on", "device" (where it was re-trained), "compared" (how, in words)}."""
-    import dataclasses
-    import math
-
     import torch  # CLI start-up: torch loads on use
 
     from relreason.train import run  # CLI start-up: torch loads on use
@@ -224,7 +223,6 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
     score_atol, loss_rtol = (CROSS_DEVICE_SCORE_ATOL, CROSS_DEVICE_LOSS_RTOL) if across else (0.0, VERIFY_LOSS_RTOL)
     scratch = Path(workdir) / "verify"
     if scratch.is_dir() and (scratch / "config.json").is_file():  # an earlier --verify's re-training: start afresh
-        import shutil
 
         shutil.rmtree(scratch)
     run(cfg, out=workdir, name="verify", show_progress=False, log=log)

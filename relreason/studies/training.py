@@ -13,6 +13,9 @@ the running cells are done.
 
 from __future__ import annotations
 
+import multiprocessing
+import signal
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Callable
 
 from relreason.errors import RelreasonError
@@ -177,9 +180,6 @@ def _train_in_workers(name: str, todo: list[list[Cell]], total: int, jobs: int, 
                       log: Callable[[str], None], strategy: str, pack: bool = False) -> None:
     """Trains the groups `todo` in `jobs` worker processes, at most `jobs` groups at a time (so the running
     ones are exactly those submitted), with one progress display: cells done / total and the running groups."""
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
     from relreason.train.distributed import available_cores  # CLI start-up: torch loads on use
 
     jobs = min(jobs, max(1, len(todo)))
@@ -233,8 +233,6 @@ def _train_in_workers(name: str, todo: list[list[Cell]], total: int, jobs: int, 
 
 def _worker_start(threads: int) -> None:
     """A worker ignores Ctrl-C between cells (the parent handles it); `threads` torch threads."""
-    import signal
-
     import torch  # CLI start-up: torch loads on use
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -243,8 +241,6 @@ def _worker_start(threads: int) -> None:
 
 def _worker_group(cells: list[Cell], strategy: str, pack: bool = False) -> list[str]:
     """One seed group in a worker: Ctrl-C now stops its runs after their step, with a checkpoint."""
-    import signal
-
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return train_group(cells, strategy, show_progress=False, log=lambda m: None, pack=pack)

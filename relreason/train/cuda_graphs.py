@@ -35,6 +35,7 @@ so that the CPU suite checks that a captured run trains the uncaptured run's wei
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -65,8 +66,6 @@ def _tensors(batch) -> list[tuple[str, torch.Tensor]]:
 
 def _clone(batch):
     """A batch whose tensors are fresh copies: the graph's input tensors, refilled before each replay."""
-    import dataclasses
-
     groups = {g: {k: v.clone() for k, v in (batch[g] if isinstance(batch, dict) else getattr(batch, g)).items()}
               for g in ("inputs", "hints", "outputs")}
     if isinstance(batch, dict):

@@ -62,8 +62,8 @@ from relreason.models.precision import set_tf32
 from relreason.protocol import setting_identity
 from relreason.runtime import RunLock, keep_freed_memory, progress
 from relreason.tracking import check_trackers
+from relreason.train import cuda_graphs  # called through the module: tests replace CapturedStep there
 from relreason.train.claim import claim
-from relreason.train.cuda_graphs import CapturedStep, check_capturable
 from relreason.train.distributed import Distributed
 from relreason.train.loop import check_run_name, default_run_name
 from relreason.train.session import Session
@@ -284,7 +284,7 @@ class SeedGroup:
         if self.REPLAY == "cuda":
             for s in sessions:
                 if self._captures(s):
-                    check_capturable(s.cfg, s.dd.device, s.dd.world, s.wl)
+                    cuda_graphs.check_capturable(s.cfg, s.dd.device, s.dd.world, s.wl)
         self.streams = {id(s): torch.cuda.Stream(device) for s in sessions} \
             if device.type == "cuda" and not use_vmap and len(sessions) > 1 else {}
 
@@ -315,7 +315,7 @@ class SeedGroup:
                 def loss_fn(stacked, noises):
                     return stacked_losses(models, spec, stacked, noises)
                 params = [p for m in models for p in m.parameters()]
-                self._captured[key] = CapturedStep(loss_fn, params, self.device, self.REPLAY, grouped=True)
+                self._captured[key] = cuda_graphs.CapturedStep(loss_fn, params, self.device, self.REPLAY, grouped=True)
             else:
                 self._captured[key] = members[0].captured_step(self.REPLAY)
         return self._captured[key]

@@ -12,6 +12,7 @@ workload fails naming the algorithms it lacks.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -49,8 +50,6 @@ class FrozenNar(nn.Module):
 
 def concat_batches(batches: list) -> object:
     """Batches of one spec and node count, concatenated; hints zero-padded in time to the longest."""
-    from dataclasses import replace
-
     if len(batches) == 1:
         return batches[0]
     t = max(b.max_length for b in batches)
