@@ -54,7 +54,7 @@ def bars_enabled() -> bool:
 
 def progress(total: int | None, desc: str, unit: str = "it", disable: bool = False, **kwargs):
     """A tqdm progress bar on stderr; off when stderr is not a terminal or RELREASON_PROGRESS=0."""
-    from tqdm import tqdm
+    from tqdm import tqdm  # CLI start-up: tqdm loads on use
 
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=disable or not bars_enabled(),
                 dynamic_ncols=True, leave=False, **kwargs)
@@ -176,7 +176,7 @@ def hardware(device: str | None = None) -> str:
                 cpu = " ".join(line.split(":", 1)[1].split())
                 break
     except OSError:
-        import platform
+        import platform  # only where /proc/cpuinfo is missing
 
         cpu = platform.processor() or cpu
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
