@@ -39,6 +39,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from rich.markup import escape as rich_escape
+
 from relreason.errors import RelreasonError
 
 MAX_JSON_BYTES = 64 << 20  # a run's config.json or results.json is a few KiB; a checkpoint's header likewise
@@ -405,8 +407,6 @@ def escape(text) -> str:
 
 def escape_markup(text) -> str:
     """`text` safe to print through rich: escape() and rich's markup escaped ("[bold]" shows as is)."""
-    from rich.markup import escape as rich_escape
-
     return rich_escape(escape(text))
 
 

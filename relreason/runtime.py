@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import fcntl
+import hashlib
 import json
 import os
+import shlex
 import socket
+import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
+import relreason
 from relreason.errors import RelreasonError
 from relreason.files import open_for_update, open_regular, parse_json
 from relreason.rundir import LOCK
@@ -23,7 +29,6 @@ def cli_command() -> str | None:
     prog = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
     if prog is None or not (prog.name == "relreason" or prog.parts[-2:] == ("relreason", "__main__.py")):
         return None
-    import shlex
 
     return "relreason " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
@@ -49,7 +54,7 @@ def bars_enabled() -> bool:
 
 def progress(total: int | None, desc: str, unit: str = "it", disable: bool = False, **kwargs):
     """A tqdm progress bar on stderr; off when stderr is not a terminal or RELREASON_PROGRESS=0."""
-    from tqdm import tqdm
+    from tqdm import tqdm  # CLI start-up: tqdm loads on use
 
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=disable or not bars_enabled(),
                 dynamic_ncols=True, leave=False, **kwargs)
@@ -93,8 +98,6 @@ class RunLock:
         self._fd: int | None = None
 
     def acquire(self) -> "RunLock":
-        import fcntl
-
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             # never through a link, a hard link or a FIFO: truncating it would empty a file outside the run
@@ -117,7 +120,6 @@ class RunLock:
     def release(self) -> None:
         if self._fd is None:
             return
-        import fcntl
 
         os.ftruncate(self._fd, 0)  # the file stays (unlinking it would race with a waiting locker)
         fcntl.flock(self._fd, fcntl.LOCK_UN)
@@ -141,8 +143,6 @@ def _read_holder(fd: int) -> dict:
 
 def lock_holder(directory: Path) -> dict | None:
     """The holder record of a run directory's lock if a live process holds it, else None."""
-    import fcntl
-
     path = Path(directory) / RunLock.NAME
     try:
         fd = open_regular(path)  # a FIFO there must not hang `relreason runs`
@@ -163,7 +163,7 @@ def hardware(device: str | None = None) -> str:
     """What a run computes on, in words: "Intel(R) Xeon(R) ... (2 cores), 1 torch thread, cpu" or
     "NVIDIA H100 80GB HBM3, cuda". Recorded by every training session (start and each resume), so a
     result says on what machines it was computed."""
-    import torch
+    import torch  # CLI start-up: torch loads on use
 
     dev = str(device or "cpu")
     if dev.startswith("cuda") and torch.cuda.is_available():
@@ -176,7 +176,7 @@ def hardware(device: str | None = None) -> str:
                 cpu = " ".join(line.split(":", 1)[1].split())
                 break
     except OSError:
-        import platform
+        import platform  # only where /proc/cpuinfo is missing
 
         cpu = platform.processor() or cpu
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -198,9 +198,6 @@ def source_digest() -> str:
     """A digest of the package's source as it is imported now: every *.py and *.yaml file under the package (the
     built-in recipes included: relreason/recipes/), by relative path and bytes. Equal digests: the same code
     computed."""
-    import hashlib
-
-    import relreason
 
     root = Path(relreason.__file__).parent
     files = [p for p in root.rglob("*") if p.suffix in (".py", ".yaml") and "__pycache__" not in p.parts]
@@ -215,9 +212,6 @@ def code_record() -> dict:
     """Which code ran: {"version", "source": source_digest(), "commit", "dirty"}; commit and dirty come from
     git where the package is imported from a git checkout (dirty: its code paths differ from the commit),
     and are null otherwise (an installed wheel: the version and the source digest say it)."""
-    import subprocess
-
-    import relreason
 
     root = Path(relreason.__file__).resolve().parent.parent
     commit = dirty = None
@@ -244,9 +238,7 @@ def count_host_syncs():
     """A context manager counting the calls of HOST_READS (as Tensor methods or torch functions) made
     inside it, by name: `with count_host_syncs() as seen: step(); assert not seen`. Works on CPU, where
     nothing waits, so a test there guards what would stall a GPU."""
-    from collections import Counter
-
-    from torch.overrides import TorchFunctionMode
+    from torch.overrides import TorchFunctionMode  # CLI start-up: torch loads on use
 
     class _Count(TorchFunctionMode):
         def __init__(self):
@@ -268,7 +260,7 @@ def count_host_syncs():
 
 def _to_host(args, kwargs) -> bool:
     """Whether a `Tensor.to(...)` call moves a non-CPU tensor to the CPU."""
-    import torch
+    import torch  # CLI start-up: torch loads on use
 
     target = kwargs.get("device", args[1] if len(args) > 1 else None)
     return isinstance(args[0], torch.Tensor) and args[0].device.type != "cpu" and str(target).startswith("cpu")

@@ -23,9 +23,23 @@ from typing import Callable, Iterator, Mapping
 
 from relreason.data.algorithms import ALGORITHMS, algorithm_groups
 from relreason.data.config import ClrsDataConfig, LobsterDataConfig, TextDataConfig
-from relreason.data.specs import Spec
+from relreason.data.generate import cached_split, dataset_path, terminate_as_interrupt, write_split
+from relreason.data.lobster import LOBSTER_SPEC, SPLITS, lobster_split
+from relreason.data.specs import Spec, Type, spec_hash
+from relreason.data.store import load_dataset, read_meta, save_dataset, write_dataset
+from relreason.data.text import (
+    REFERENCE_VAL_EXAMPLES,
+    REFERENCE_VAL_SEEDS,
+    TextPiece,
+    check_stream,
+    resolve_text_split,
+    text_batch,
+    text_split,
+    write_text_split,
+)
 from relreason.data.trajectory import Dataset
 from relreason.errors import RelreasonError
+from relreason.eval.metric_kinds import METRICS
 from relreason.registry import Registry
 
 
@@ -50,10 +64,10 @@ class Task:
     def scorer(self, spec: Spec):
         """A fresh accumulator of this task's metric over the (prepared) spec."""
         if self.metric == "relative_loss":
-            from relreason.eval.relative import RelativeLossScorer
+            from relreason.eval.relative import RelativeLossScorer  # CLI start-up: the metric's module loads torch
 
             return RelativeLossScorer(spec)
-        from relreason.eval.metrics import Scorer
+        from relreason.eval.metrics import Scorer  # CLI start-up: the metric's module loads torch
 
         return Scorer(spec, self.metric)
 
@@ -117,9 +131,6 @@ def feature_measure(task: str | None, feature: str | None = None) -> str:
     scalar, "F1 ↑" for a mask, "accuracy ↑" otherwise: fractions, squared errors) or, with no feature, of the
     task's headline score ("acc/F1 ↑", a fraction); "" when the task is not registered here (a plugin's that
     is not installed)."""
-    from relreason.data.specs import Type
-    from relreason.eval.metric_kinds import METRICS
-
     if task is None or task not in TASKS:
         return ""
     t = TASKS.get(task)
@@ -139,8 +150,6 @@ def _pick(value, default):
 def _clrs_loader(name: str) -> Callable[..., Dataset]:
     def load(split: str, data: ClrsDataConfig, size: int | None = None, num: int | None = None,
              seed: int | None = None) -> Dataset:
-        from relreason.data.generate import cached_split
-
         default_size = {"train": data.train_size, "val": data.val_size, "test": data.test_size}[split]
         default_num = {"train": data.train_num, "val": data.val_num, "test": data.test_num}[split]
         return cached_split(name, split, data.data_dir, size=_pick(size, default_size), num=_pick(num, default_num),
@@ -150,8 +159,6 @@ def _clrs_loader(name: str) -> Callable[..., Dataset]:
 
 
 def _clrs_writer(name: str) -> Callable[..., Path]:
-    from relreason.data.generate import write_split
-
     return functools.partial(write_split, name)
 
 
@@ -168,11 +175,6 @@ for _name in ALGORITHMS.names():
 
 
 def _lobster_task(name: str, weighted: bool) -> Task:
-    from relreason.data.generate import dataset_path, terminate_as_interrupt
-    from relreason.data.lobster import LOBSTER_SPEC, SPLITS, lobster_split
-    from relreason.data.specs import spec_hash
-    from relreason.data.store import load_dataset, read_meta, save_dataset, write_dataset
-
     def write(split, size=None, num=None, seed=None, out_dir="data", force=False, on_chunk=None) -> Path:
         ds = lobster_split(name, weighted, split, size, num, seed)
         path = dataset_path(out_dir, name, ds.meta["split"])
@@ -224,8 +226,6 @@ def text_pieces(algorithm: str, split: str, data: TextDataConfig, sizes=None, nu
     examples of each size. test: at `sizes` (default `data.test_sizes`), the reference generator's
     evaluation streams (seeds 3, 14, 35, 81, 94, 125 examples each: the `paper` preset's test split at
     10/12/14) cut to `num` (default `data.test_num`) per size; with `seed`, that seed's stream alone."""
-    from relreason.data.text import REFERENCE_VAL_EXAMPLES, REFERENCE_VAL_SEEDS, TextPiece, check_stream, text_split
-
     if split in ("train", "val"):
         if sizes is not None or seed is not None:
             raise RelreasonError(f"sizes and seeds of a text task's {split} split come from its preset",
@@ -261,14 +261,10 @@ def _text_task(algorithm: str) -> Task:
     split as TextBatches (text and graph form, one per piece of `text_pieces`), generated in memory."""
 
     def load(split: str, data: TextDataConfig, size=None, num=None, seed=None):
-        from relreason.data.text import text_batch
-
         pieces = text_pieces(algorithm, split, data, None if size is None else [size], num, seed)
         return [text_batch(algorithm, p.length, p.seed, p.num, data.hints, skip=p.skip) for p in pieces]
 
     def write(split, size=None, num=None, seed=None, out_dir="data", force=False, on_chunk=None) -> Path:
-        from relreason.data.text import resolve_text_split, write_text_split
-
         request = resolve_text_split(algorithm, split=split, sizes=None if size is None else [size], num=num, seed=seed)
         return write_text_split(request, out_dir, force, on_chunk)
 

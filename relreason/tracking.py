@@ -77,7 +77,7 @@ class TensorBoardTracker:
     """Event files through torch.utils.tensorboard's SummaryWriter."""
 
     def __init__(self, run_dir: Path, resumed_at: int | None, about: RunAbout | None = None):
-        from torch.utils.tensorboard import SummaryWriter
+        from torch.utils.tensorboard import SummaryWriter  # optional: the tensorboard extra
 
         # purge_step: events of earlier sessions at steps >= it are hidden (module docstring)
         self.writer = SummaryWriter(str(run_dir), purge_step=0 if resumed_at is None else resumed_at + 1)
@@ -97,7 +97,7 @@ class WandbTracker:
     WIDTH = 96  # wandb.json's fixed size: the step is rewritten in place (JSON padded with spaces)
 
     def __init__(self, run_dir: Path, resumed_at: int | None, about: RunAbout | None = None):
-        import wandb
+        import wandb  # optional: the wandb extra
 
         about = about or RunAbout(Path(run_dir).name)
         self.path = Path(run_dir) / self.RECORD
@@ -171,7 +171,7 @@ class Trackers:
 
 def _wandb_installed() -> None:
     try:
-        import wandb  # noqa: F401
+        import wandb  # noqa: F401  (optional: the wandb extra)
     except ImportError:
         raise RelreasonError("train.log=wandb needs the wandb package",
                              "pip install 'relreason[wandb]', or drop wandb from train.log") from None
@@ -179,8 +179,8 @@ def _wandb_installed() -> None:
 
 def _tensorboard_installed() -> None:
     try:
-        import tensorboard  # noqa: F401
-        from torch.utils.tensorboard import SummaryWriter  # noqa: F401
+        import tensorboard  # noqa: F401  (optional: the tensorboard extra)
+        from torch.utils.tensorboard import SummaryWriter  # noqa: F401  (optional: the tensorboard extra)
     except ImportError:
         raise RelreasonError("train.log=tensorboard needs the tensorboard package",
                              "pip install 'relreason[tensorboard]', or drop --set train.log=tensorboard") from None

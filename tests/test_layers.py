@@ -240,3 +240,37 @@ def test_the_reader_sees_lazy_and_relative_imports():
             if isinstance(inner, ast.ImportFrom) and (inner.module or "").startswith("relreason")]
     assert lazy, "no function-level import found: the reader would miss them"
     assert all(GRAPH[m] for m in lazy)
+
+
+REASONED = ("relreason", "torch", "numpy")  # a function-level import of these must say why it is not at the top
+
+
+def _unreasoned_lazy_imports(source: str) -> list[int]:
+    """Lines of the function-level imports of our own code, torch or numpy that carry no trailing `# reason`
+    (kept lazy only to keep an optional extra optional, the CLI quick to start, or a circle out of loading)."""
+    lines = source.splitlines()
+    out = []
+    for func in ast.walk(ast.parse(source)):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(func):
+            if isinstance(node, ast.Import):
+                tops = {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                tops = {"relreason" if node.level else (node.module or "").split(".")[0]}
+            else:
+                continue
+            if tops & set(REASONED) and "# " not in lines[node.end_lineno - 1]:
+                out.append(node.lineno)
+    return sorted(set(out))
+
+
+def test_every_function_level_import_says_why():
+    """Issue 41: imports of relreason, torch and numpy stand at the top of their module, where the dependency
+    graph shows; one written inside a function says why on its line (`# optional: ...`, `# CLI start-up: ...`,
+    `# import circle: ...`)."""
+    bare = [f"{MODULES[m][0].relative_to(PACKAGE.parent)}:{line}" for m in sorted(MODULES)
+            for line in _unreasoned_lazy_imports(MODULES[m][0].read_text())]
+    assert not bare, "function-level imports without a `# reason` comment (move them to the top or say why):\n" + \
+        "\n".join(bare)
+    assert _unreasoned_lazy_imports("def f():\n    import torch\n    from . import x  # import circle: x\n") == [2]

@@ -9,11 +9,13 @@ with `--partial`.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.markup import escape
+from rich.table import Table
 
 from relreason.cli.common import (JobsOpt, JsonOpt, LauncherOpt, MarginOpt, PackOpt, RerunStaleOpt, SeedBatchOpt,
                                   SeedStrategyOpt, ShardOpt, SlurmOpt, StatusOpt, WaitOpt, err, out, parse_seeds,
@@ -69,8 +71,8 @@ def ablate_cmd(
       relreason ablate single-layer --tasks core8 --seeds 3 --jobs 2 --seed-batch 3\n
       relreason ablate single-layer --tasks core8 --seeds 3 --launcher slurm --slurm partition=gpu,time=600
     """
-    from relreason.studies.report import missing_note
-    from relreason.studies.sweep import SweepOptions, ablation_costs, run_ablation, sweep_status
+    from relreason.studies.report import missing_note  # CLI start-up: loads on use
+    from relreason.studies.sweep import SweepOptions, ablation_costs, run_ablation, sweep_status  # CLI start-up: loads on use
 
     options = SweepOptions(tasks=tasks, seeds=parse_seeds("3" if seeds is None else seeds), recipe=recipe,
                            out=out_dir, sets=tuple(sets or ()), rerun_stale=rerun_stale, jobs=jobs, shard=shard,
@@ -106,7 +108,6 @@ def print_ablations(rows: list[dict], as_json: bool) -> None:
     if as_json:
         out.print_json(json.dumps({"ablations": rows}))
         return
-    from rich.table import Table
 
     t = Table(title="ablations (relreason ablate NAME; cells = variants x tasks x seeds; predicted: each cell as "
                     "the measured cell of its model, recipe and variant, scaled to its training examples, one "
@@ -123,12 +124,9 @@ def print_ablations(rows: list[dict], as_json: bool) -> None:
 
 def print_status(rows: list[dict], as_json: bool) -> None:
     """`--status`: a row per cell (status, job, progress), then the counts (stderr)."""
-    from collections import Counter
-
     if as_json:
         out.print_json(json.dumps({"cells": rows}))
         return
-    from rich.table import Table
 
     t = Table(title="cells")
     for column in ("cell", "status", "job", "examples", "run"):
@@ -144,7 +142,7 @@ def print_status(rows: list[dict], as_json: bool) -> None:
 
 def print_sweep(sweep: Sweep, as_json: bool) -> None:
     """The sweep's result as JSON, or its table and notes, then where its tables were written (stderr)."""
-    from relreason.studies.report import study_view
+    from relreason.studies.report import study_view  # CLI start-up: loads on use
 
     if as_json:
         out.print_json(json.dumps(sweep.result))

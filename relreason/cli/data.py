@@ -38,7 +38,7 @@ def one_graph(text: str) -> str:
 def generate_file(task: str, split: str | None, size: int | None, num: int | None, seed: int | None,
                   out_dir: Path, force: bool, graph: str | None = None) -> Path:
     """Writes a task's split to disk with a progress bar on stderr; `graph`: a graph family (graph algorithms)."""
-    from relreason.tasks import TASKS
+    from relreason.tasks import TASKS  # CLI start-up: loads on use
 
     t = TASKS.get(task)
     if graph is not None:
@@ -50,7 +50,7 @@ def generate_file(task: str, split: str | None, size: int | None, num: int | Non
     if task in ALGORITHMS:
         total = resolve_split(task, split, size, num, seed)["num"]
     elif t.kind == "lobster":
-        from relreason.data.lobster import SPLITS
+        from relreason.data.lobster import SPLITS  # CLI start-up: loads on use
 
         total = num if num is not None else SPLITS.get(split, (None, None))[1]
     else:

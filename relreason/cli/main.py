@@ -8,6 +8,7 @@ code 2 (relreason.cli.common lists the exit codes).
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import json
 import re
@@ -20,6 +21,9 @@ from rich.table import Table
 from relreason import __version__
 from relreason.cli import ablate, data, interop, reproduce, runs, score, train
 from relreason.cli.common import EXIT_ERROR, EXIT_USAGE, JsonOpt, out, print_error, report_errors
+from relreason.data.algorithms import ALGORITHMS, ALGORITHM_INFO, canonical_split
+from relreason.data.families import BENCHMARK, FAMILIES, format_value
+from relreason.data.specs import CANONICAL_SPLITS, Stage
 from relreason.errors import RelreasonError
 
 app = typer.Typer(
@@ -68,9 +72,6 @@ Rows = list[dict]
 
 
 def _algorithms() -> Rows:
-    from relreason.data.algorithms import ALGORITHM_INFO, ALGORITHMS, canonical_split
-    from relreason.data.specs import CANONICAL_SPLITS, Stage
-
     rows = []
     for name in ALGORITHMS.names():
         info = ALGORITHM_INFO[name]
@@ -82,13 +83,13 @@ def _algorithms() -> Rows:
 
 
 def _models() -> Rows:
-    from relreason.models.catalog import model_rows
+    from relreason.models.catalog import model_rows  # CLI start-up: torch loads on use
 
     return model_rows()
 
 
 def _tasks() -> Rows:
-    from relreason.tasks import TASKS, task_groups
+    from relreason.tasks import TASKS, task_groups  # CLI start-up: loads on use
 
     rows = [{"name": name, "kind": "group", "tasks": members} for name, members in task_groups().items()]
     rows += [{"name": name, "kind": TASKS.get(name).kind, "tasks": [name]} for name in TASKS.names()]
@@ -102,7 +103,7 @@ def _flat(tree: dict) -> dict[str, object]:
 
 
 def _recipes() -> Rows:
-    from relreason.config import RECIPES, SECTIONS, find_recipe, read_recipe, read_recipe_text, recipe_names
+    from relreason.config import RECIPES, SECTIONS, find_recipe, read_recipe, read_recipe_text, recipe_names  # CLI start-up: loads on use
 
     rows = []
     for name in recipe_names():
@@ -121,7 +122,7 @@ def _recipes() -> Rows:
 
 
 def _ablations() -> Rows:
-    from relreason.studies.ablations import ABLATIONS
+    from relreason.studies.ablations import ABLATIONS  # CLI start-up: loads on use
 
     return [{"name": name, "variants": [{"label": v.label, "model": v.model, "sets": _flat(v.delta)}
                                         for v in abl.variants],
@@ -129,8 +130,6 @@ def _ablations() -> Rows:
 
 
 def _graphs() -> Rows:
-    from relreason.data.families import BENCHMARK, FAMILIES, format_value
-
     rows = [{"name": BENCHMARK, "parameters": {}, "description": "the benchmark's own sampler (the default): ER "
              "graphs with each algorithm's p, SCC's 4 communities; bit-exact CLRS-30 splits"}]
     rows += [{"name": name, "description": fam.doc,
@@ -220,8 +219,6 @@ def list_cmd(what: Annotated[str, typer.Argument(help="What to list: " + ", ".jo
 def one_line_summaries(typer_app: typer.Typer) -> None:
     """`relreason --help` lists each command by its docstring's first paragraph as one line of prose (rich wraps
     it to the terminal), not with the docstring's own line breaks, which cut its sentences mid-way."""
-    import inspect
-
     for info in typer_app.registered_commands:
         doc = info.callback.__doc__ if info.callback is not None else None
         if info.short_help is None and doc:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.table import Table
 
 from relreason.cli.ablate import log_line, print_status, print_sweep
 from relreason.cli.common import (JobsOpt, JsonOpt, LauncherOpt, MarginOpt, PackOpt, RerunStaleOpt, SeedBatchOpt,
@@ -77,7 +78,7 @@ def reproduce_cmd(
       relreason reproduce clrs30 --models mpnn --tasks bellman_ford --seeds 3 --committed results\n
       relreason reproduce transnar-ood --seeds 3 --set nar.train.train_examples=32000
     """
-    from relreason.studies.sweep import SweepOptions, run_table, sweep_status, table_costs
+    from relreason.studies.sweep import SweepOptions, run_table, sweep_status, table_costs  # CLI start-up: loads on use
 
     seeds = parse_seeds(seeds_text) if seeds_text is not None else None
     if list_tables:
@@ -106,16 +107,14 @@ def reproduce_cmd(
 
 
 def _verify(table: str, options, results: Path, validations: int, as_json: bool) -> None:
-    from relreason.studies.results import verify_table
-    from relreason.studies.results_report import code_label
+    from relreason.studies.results import verify_table  # CLI start-up: loads on use
+    from relreason.studies.results_report import code_label  # CLI start-up: loads on use
 
     rows = verify_table(table, options.tasks, options.seeds, options.models, results, validations,
                         Path(options.out) / "verify", log=log_line)
     if as_json:
         out.print_json(json.dumps({"verified": rows}))
     else:
-        from rich.table import Table
-
         t = Table(title=f"{table}: each cell's first validations re-trained with today's code")
         for column in ("cell", "validations", "matches", "first difference", "stored code", "compared"):
             t.add_column(column)
@@ -134,7 +133,6 @@ def _print_list(rows: list[dict], machines: list[str], as_json: bool) -> None:
     if as_json:
         out.print_json(json.dumps({"tables": rows}))
         return
-    from rich.table import Table
 
     at = f"{rows[0]['seeds']} seeds" if rows and rows[0]["seeds"] else "paper seeds"
     t = Table(title="published tables (relreason reproduce TABLE; cells per seed = columns x tasks; one cell: "
@@ -173,9 +171,9 @@ def results_cmd(
       relreason results\n
       relreason results --no-collect --md RESULTS.md
     """
-    from relreason.runs.stats import check_margin
-    from relreason.studies.results import collect_results
-    from relreason.studies.results_report import write_report
+    from relreason.runs.stats import check_margin  # CLI start-up: loads on use
+    from relreason.studies.results import collect_results  # CLI start-up: loads on use
+    from relreason.studies.results_report import write_report  # CLI start-up: loads on use
 
     if margin is not None:
         check_margin(margin)
@@ -205,8 +203,8 @@ def report_cmd(
       relreason report clrs30 ibarz2022 --out tables.html\n
       relreason report runs/mpnn-bfs-s42-20261121-101500 --out run.html
     """
-    from relreason.runs.stats import check_margin
-    from relreason.studies.html_report import write_page
+    from relreason.runs.stats import check_margin  # CLI start-up: loads on use
+    from relreason.studies.html_report import write_page  # CLI start-up: loads on use
 
     if margin is not None:
         check_margin(margin)

@@ -16,7 +16,7 @@ from relreason.errors import RelreasonError
 
 def task_metric(task: str) -> Optional[tuple[str, bool]]:
     """The task registry's metric for runs whose results.json predates the "metric" key."""
-    from relreason.tasks import TASKS
+    from relreason.tasks import TASKS  # CLI start-up: loads on use
 
     if task not in TASKS:
         return None
@@ -29,7 +29,7 @@ def as_configured_today(runs) -> list:
     counts with its default (options are added with the default that keeps what ran before), so a seed
     trained before the key existed is one setting with a seed trained after. A stored config today's
     code refuses stays as stored."""
-    from relreason.config import config_from_dict
+    from relreason.config import config_from_dict  # CLI start-up: loads on use
 
     for r in runs:
         if r.config:
@@ -73,8 +73,8 @@ def runs_cmd(
       relreason runs ablations/no-edge-updates\n
       relreason runs --json
     """
-    from relreason.runs.discovery import discover_runs
-    from relreason.runs.run_tables import runs_table
+    from relreason.runs.discovery import discover_runs  # CLI start-up: loads on use
+    from relreason.runs.run_tables import runs_table  # CLI start-up: loads on use
 
     runs = discover_runs(directory, task_metric)
     if as_json:
@@ -114,10 +114,10 @@ def compare_cmd(
       relreason compare runs/rt-bfs-s0 runs/rt-bfs-s1 runs/mpnn-bfs-s0 --json\n
       relreason compare --runs ablations/no-edge-updates --group-by task --against rt --margin 2
     """
-    from relreason.runs.comparison import compare, parse_group_by
-    from relreason.runs.discovery import load_runs
-    from relreason.runs.run_tables import Format, comparison_table, parse_format, render_comparison
-    from relreason.runs.stats import check_margin
+    from relreason.runs.comparison import compare, parse_group_by  # CLI start-up: loads on use
+    from relreason.runs.discovery import load_runs  # CLI start-up: loads on use
+    from relreason.runs.run_tables import Format, comparison_table, parse_format, render_comparison  # CLI start-up: loads on use
+    from relreason.runs.stats import check_margin  # CLI start-up: loads on use
 
     grouping = parse_group_by(group_by)
     if margin is not None:
@@ -168,9 +168,9 @@ def plot_cmd(
       relreason plot ablations/no-edge-updates\n
       relreason plot --ood runs/mpnn-bfs-s1 runs/mpnn-bfs-s2 runs/rt-bfs-s1 --by model --out sizes.svg
     """
-    from relreason.runs.discovery import load_runs
-    from relreason.runs.plot import FORMATS, ablation_figure, curves_figure, require_matplotlib, save_figure
-    from relreason.runs.records import read_ablation
+    from relreason.runs.discovery import load_runs  # CLI start-up: loads on use
+    from relreason.runs.plot import FORMATS, ablation_figure, curves_figure, require_matplotlib, save_figure  # CLI start-up: loads on use
+    from relreason.runs.records import read_ablation  # CLI start-up: loads on use
 
     require_matplotlib()
     if out_file is not None and out_file.suffix.lstrip(".").lower() not in FORMATS:
@@ -204,8 +204,8 @@ def plot_cmd(
 
 def ood_plot(paths: list[Path], runs_dir: Optional[Path], by: str, out_file: Optional[Path]) -> None:
     """`plot --ood`: the sweeps named (files, or run directories holding ood_sweep.json) in one figure."""
-    from relreason.eval.grid import read_sweep, sweep_path
-    from relreason.runs.plot import ood_figure, save_figure
+    from relreason.eval.grid import read_sweep, sweep_path  # CLI start-up: loads on use
+    from relreason.runs.plot import ood_figure, save_figure  # CLI start-up: loads on use
 
     if runs_dir is not None:
         raise RelreasonError("--runs lists runs for learning curves; --ood plots the sweeps named",

@@ -53,10 +53,10 @@ def score_cmd(
       relreason score llm.jsonl --split test --algorithms insertion_sort,bfs --json\n
       relreason score llm.jsonl --truth data/text/insertion_sort/paper_test.jsonl
     """
-    from relreason.eval.report import rich_table
+    from relreason.eval.report import rich_table  # CLI start-up: loads on use
     from relreason.eval.text_score import named_algorithms, read_predictions, read_truth, score_predictions, \
-        split_truth, text_table
-    from relreason.tasks import METRIC_LABELS
+        split_truth, text_table  # CLI start-up: loads on use
+    from relreason.tasks import METRIC_LABELS  # CLI start-up: loads on use
 
     custom = sizes is not None or num is not None or seed is not None
     drawn = split is not None or custom

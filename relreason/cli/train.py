@@ -16,7 +16,9 @@ import typer
 from relreason.cli.common import (JsonOpt, SeedOpt, SeedStrategyOpt, err, out, parse_seeds, report_errors,
                                   seeds_option)
 from relreason.cli.data import graph_help, one_graph
+from relreason.data.families import graph_name, parse_graphs
 from relreason.errors import RelreasonError
+from relreason.runtime import progress
 
 RecipeOpt = Annotated[Optional[str], typer.Option(
     "--recipe", help="Recipe name (relreason list recipes) or YAML path. Default: the model's paper recipe.",
@@ -34,7 +36,7 @@ def command_line() -> str:
 def canonical_model_name(name: str) -> str:
     """The model argument as registered (relreason.models.catalog.canonical_model): `train gforgetnet` trains
     g_forgetnet, and its run, config and records name g_forgetnet."""
-    from relreason.models.catalog import canonical_model
+    from relreason.models.catalog import canonical_model  # CLI start-up: torch loads on use
 
     return canonical_model(name)
 
@@ -44,7 +46,7 @@ def overrides_of(sets: list[str] | None, seed: int | None, device: str | None, g
     """`--set` items plus the shortcut options, as --set items (one path for every override)."""
     items = list(sets or [])
     if init is not None:  # the absolute path: the run's record names the weights it started from wherever it is read
-        from relreason.train.checkpoint import init_source
+        from relreason.train.checkpoint import init_source  # CLI start-up: torch loads on use
 
         init_source(init)
         items.append(f"train.init={json.dumps(str(Path(init).resolve()))}")
@@ -59,7 +61,7 @@ def overrides_of(sets: list[str] | None, seed: int | None, device: str | None, g
 
 def resolve(model: str, task: str, recipe: str | None, sets: list[str] | None, seed: int | None,
             device: str | None, graph: str | None = None, init: Path | None = None):
-    from relreason.config import build_config
+    from relreason.config import build_config  # CLI start-up: loads on use
 
     return build_config(model, task, recipe, overrides_of(sets, seed, device, graph, init))
 
@@ -69,7 +71,7 @@ def _config_of(model: str, task: str, recipe: str | None, sets: list[str] | None
     """The config of `train`: the run directory `resumed`'s stored one with what may change on resume, or a
     new one resolved from the command line."""
     if resumed is not None:
-        from relreason.train.resume import resume_config
+        from relreason.train.resume import resume_config  # CLI start-up: torch loads on use
 
         return resume_config(resumed, overrides_of(sets, seed, device, graph, init), recipe)
     if graph is not None:
@@ -83,7 +85,7 @@ def quiet_on_workers(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from relreason.train.distributed import is_worker
+        from relreason.train.distributed import is_worker  # CLI start-up: torch loads on use
 
         if not is_worker():
             return fn(*args, **kwargs)
@@ -141,10 +143,10 @@ def train_cmd(
       relreason train mpnn bellman_ford --recipe quick --init hub/mpnn-bellman_ford\n
       torchrun --nproc-per-node 2 -m relreason train mpnn bellman_ford --recipe quick
     """
-    from relreason.config import config_yaml
-    from relreason.train import run
-    from relreason.train.loop import check_run_name
-    from relreason.train.resume import stored_config
+    from relreason.config import config_yaml  # CLI start-up: loads on use
+    from relreason.train import run  # CLI start-up: torch loads on use
+    from relreason.train.loop import check_run_name  # CLI start-up: torch loads on use
+    from relreason.train.resume import stored_config  # CLI start-up: torch loads on use
 
     if name is not None:
         check_run_name(name)
@@ -174,10 +176,10 @@ def train_cmd(
                                    "lower_is_better": result.lower_is_better, "test_label": result.test_label,
                                    "deviation": result.deviation, "test": result.test}))
         return
-    from relreason.eval.report import rich_table
-    from relreason.models.catalog import model_label
-    from relreason.tasks import METRIC_LABELS
-    from relreason.train.export import result_table, result_title
+    from relreason.eval.report import rich_table  # CLI start-up: loads on use
+    from relreason.models.catalog import model_label  # CLI start-up: torch loads on use
+    from relreason.tasks import METRIC_LABELS  # CLI start-up: loads on use
+    from relreason.train.export import result_table, result_title  # CLI start-up: torch loads on use
 
     best = "-" if result.best_val is None else f"{result.best_val:.4f}"
     err.print(f"run: {result.run_dir}  ({result.examples} examples, {result.seconds:.0f} s including the final test, "
@@ -192,9 +194,9 @@ def train_cmd(
 def _train_group(model, task, recipe, sets, seed, name, out_dir, resume, device, graph, print_config, as_json,
                  seeds_text, strategy, init=None) -> None:
     """`train --seeds`: one seed group (relreason.train.seed_group.run_group), a run directory per seed."""
-    from relreason.config import config_yaml
-    from relreason.train.loop import default_run_name
-    from relreason.train.seed_group import Strategy, group_names, run_group
+    from relreason.config import config_yaml  # CLI start-up: loads on use
+    from relreason.train.loop import default_run_name  # CLI start-up: torch loads on use
+    from relreason.train.seed_group import Strategy, group_names, run_group  # CLI start-up: torch loads on use
 
     seeds = list(parse_seeds(seeds_text))
     if seed is not None:
@@ -226,7 +228,7 @@ def _train_group(model, task, recipe, sets, seed, name, out_dir, resume, device,
 
 def _graph_task(task: str) -> None:
     """Refuses --graph for tasks that are not graph algorithms (lobsters, text) before anything else."""
-    from relreason.tasks import task_kind
+    from relreason.tasks import task_kind  # CLI start-up: loads on use
 
     if task_kind(task) != "clrs":
         raise RelreasonError(f"--graph applies to the graph algorithms; {task} is a {task_kind(task)} task",
@@ -290,12 +292,10 @@ def eval_cmd(
       relreason eval --ood 16,64 --graph clrs,er,ws,delaunay\n
       relreason eval runs/pgn-bfs-s42-20261121-101500 --sparse always --ood 256
     """
-    from relreason.data.families import graph_name, parse_graphs
-    from relreason.eval.report import rich_table
-    from relreason.models.build import resolve_device
-    from relreason.runtime import progress
-    from relreason.train.evaluation import evaluate_checkpoint
-    from relreason.train.export import result_table, result_title
+    from relreason.eval.report import rich_table  # CLI start-up: loads on use
+    from relreason.models.build import resolve_device  # CLI start-up: torch loads on use
+    from relreason.train.evaluation import evaluate_checkpoint  # CLI start-up: torch loads on use
+    from relreason.train.export import result_table, result_title  # CLI start-up: torch loads on use
 
     if device is not None:
         resolve_device(device)
@@ -340,10 +340,9 @@ def grid_cmd(run_dir, graphs: list[str | None], sizes: list[int | None], split, 
              runs, as_json: bool, save: Path | None, memory_check: bool = True) -> None:
     """`eval --graph a,b,c` and `eval --ood LIST`: one table of scores, a row per graph family and a column
     per size (a row per size for one family); `save`: also the sweep file."""
-    from relreason.eval.grid import grid_table, size_table, write_sweep
-    from relreason.eval.report import rich_table
-    from relreason.runtime import progress
-    from relreason.train.evaluation import evaluate_grid
+    from relreason.eval.grid import grid_table, size_table, write_sweep  # CLI start-up: loads on use
+    from relreason.eval.report import rich_table  # CLI start-up: loads on use
+    from relreason.train.evaluation import evaluate_grid  # CLI start-up: torch loads on use
 
     with progress(None, "evaluating", unit="ex") as bar:
         res = evaluate_grid(run_dir, graphs, sizes, split=split, num=num, seed=seed, device=device,
@@ -445,7 +444,7 @@ def export_cmd(
       relreason export runs/myrun --hub hub/mpnn-bellman_ford\n
       relreason export runs/myrun --results latex
     """
-    from relreason.train.export import export_bundle, results_table
+    from relreason.train.export import export_bundle, results_table  # CLI start-up: torch loads on use
 
     if hub is not None and (out_dir is not None or results is not None):
         raise RelreasonError(f"--hub does not go with {'--out' if out_dir is not None else '--results'}",

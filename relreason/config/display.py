@@ -6,6 +6,7 @@ reason written beside its default (`field_comments`).
 
 from __future__ import annotations
 
+import inspect
 import re
 
 import yaml
@@ -36,8 +37,6 @@ def config_yaml(cfg: Config, sources: bool = False) -> str:
 def field_comments(cls: type) -> dict[str, str]:
     """The `# reason` comment written beside each field's default in a config dataclass or the dataclass it
     extends (a subclass's own comment wins)."""
-    import inspect
-
     out = {}
     for klass in reversed(cls.__mro__[:-1]):  # base classes first, `object` left out
         try:

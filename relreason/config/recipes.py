@@ -11,6 +11,8 @@ relreason.config.resolve. Installed plugins add recipes (relreason.plugins, docs
 
 from __future__ import annotations
 
+import difflib
+import importlib.resources
 import re
 import types
 from pathlib import Path
@@ -23,11 +25,10 @@ from relreason.errors import RelreasonError
 from relreason.files import read_text
 from relreason.registry import Registry
 from relreason.runtime import recipe_dir
+from relreason.tasks import task_kind
 
 
 def _package_dir(package: types.ModuleType | str) -> Path:
-    import importlib.resources
-
     return Path(str(importlib.resources.files(package)))
 
 
@@ -66,8 +67,6 @@ def find_recipe(recipe: str) -> Path:
             raise RelreasonError(f"recipe {recipe} is a directory, not a YAML file", "give a recipe name or a YAML path")
         return path
     if recipe not in RECIPES:
-        import difflib
-
         names = recipe_names()
         close = difflib.get_close_matches(recipe, names, n=2)
         hint = (f"did you mean {' or '.join(close)}? " if close else "") + f"known recipes: {', '.join(names)}"
@@ -144,8 +143,7 @@ def paper_recipe(model: str, task: str) -> str:
     """The recipe that reproduces the model's paper on this task, as the model's entry declares it
     for the task's kind (relreason.models.entry: `rt` on CLRS tasks, `lobster_rt` on lobsters);
     `default` where it declares none."""
-    from relreason.models.catalog import paper_recipe as declared
-    from relreason.tasks import task_kind
+    from relreason.models.catalog import paper_recipe as declared  # CLI start-up: relreason.models loads torch
 
     return declared(model, task_kind(task))
 

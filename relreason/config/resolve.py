@@ -27,6 +27,7 @@ defaults).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import types
 import typing
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from relreason.config.schema import SECTIONS, Config, TrainConfig, validate
 from relreason.config.strict_yaml import IntegerTooLong, load_yaml
 from relreason.errors import RelreasonError
 from relreason.protocol import NOT_PROTOCOL_KEYS
+from relreason.tasks import data_config_class, expand_tasks, task_defaults, task_kind
 from relreason.typecheck import YAML, Mismatch, check
 from relreason.typecheck import kind as kind_of_type
 
@@ -70,7 +72,6 @@ def recipe_layers(recipe: str, model: str, task: str, kind: str, _seen: tuple[st
         layers += recipe_layers(str(parent), model, task, kind, _seen + (recipe,))
     own = {k: v for k, v in data.items() if k in SECTIONS}
     layers.append(Layer(f"recipe {name}", own, comments))
-    from relreason.tasks import expand_tasks
 
     scopes = [("models", model), ("tasks", task), ("tasks", kind)]
     if len(expand_tasks(task)) > 1 and kind != "text":  # text groups: the `text` scope sizes them per size
@@ -124,8 +125,6 @@ def apply_updates(obj: Any, updates: dict, prefix: str, errors: list[str]) -> An
     for key, value in updates.items():
         path = f"{prefix}.{key}"
         if key not in names:
-            import difflib
-
             close = difflib.get_close_matches(str(key), names, n=1)
             errors.append(f"{path}: unknown key" + (f" (did you mean {prefix}.{close[0]}?)" if close else
                                                     f" (known: {', '.join(sorted(names))})"))
@@ -189,8 +188,6 @@ def build_config(model_name: str, task: str, recipe: str | None = None, override
     Raises:
         RelreasonError: every invalid key, type or range at once.
     """
-    from relreason.tasks import task_defaults, task_kind
-
     family, entry = _model(model_name)
     kind = task_kind(task)
     _check_family(model_name, family, task, kind)
@@ -211,8 +208,6 @@ def build_config(model_name: str, task: str, recipe: str | None = None, override
 
 def resolve(model_name: str, task: str, layers: list[Layer], recipe_label: str | None) -> Config:
     """Applies `layers` over the defaults of (model, task); validates; records each key's source."""
-    from relreason.tasks import data_config_class
-
     family, entry = _model(model_name)
     cfg = Config(model_name, task, data_config_class(task)(), *_model_sections(family, entry), TrainConfig(),
                  recipe_label)
@@ -241,24 +236,24 @@ def resolve(model_name: str, task: str, layers: list[Layer], recipe_label: str |
 
 
 def _model(name: str):
-    from relreason.models.catalog import find_model
+    from relreason.models.catalog import find_model  # CLI start-up: relreason.models loads torch
 
     return find_model(name)
 
 
 def _model_sections(family, entry) -> tuple[Any, Any]:
     """(model section, processor section) defaults of a model."""
-    from relreason.models.catalog import Family
+    from relreason.models.catalog import Family  # CLI start-up: relreason.models loads torch
 
     if family is Family.TEXT:
         return entry.config(), None
-    from relreason.models.config import ModelConfig
+    from relreason.models.config import ModelConfig  # CLI start-up: relreason.models loads torch
 
     return ModelConfig(), entry.config()
 
 
 def _check_family(model: str, family, task: str, kind: str) -> None:
-    from relreason.models.catalog import Family
+    from relreason.models.catalog import Family  # CLI start-up: relreason.models loads torch
 
     if (family is Family.TEXT) != (kind == "text"):
         want = "a text: task (e.g. text:insertion_sort)" if family is Family.TEXT else "a graph task (e.g. bellman_ford)"

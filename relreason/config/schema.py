@@ -25,6 +25,7 @@ from typing import Any
 
 from relreason.errors import RelreasonError
 from relreason.schedules import schedule_problems
+from relreason.tasks import expand_tasks
 from relreason.tracking import log_problems
 
 PRECISIONS = ("fp32", "bf16")  # train.precision (relreason.models.precision)
@@ -123,8 +124,6 @@ class Config:
     @property
     def tasks(self) -> list[str]:
         """The task names this config trains on (groups expanded)."""
-        from relreason.tasks import expand_tasks
-
         return expand_tasks(self.task)
 
 

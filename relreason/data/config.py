@@ -13,6 +13,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from relreason.data.families import parse_graph
+from relreason.data.generate import graph_algorithms
+from relreason.data.text import TEXT_PRESETS
+from relreason.errors import RelreasonError
+
 
 class DataStream(str, enum.Enum):
     """Where training batches come from."""
@@ -73,9 +78,6 @@ class ClrsDataConfig:
         return out + self._graph_problems()
 
     def _graph_problems(self) -> list[str]:
-        from relreason.data.families import parse_graph
-        from relreason.errors import RelreasonError
-
         splits = ("train", "val", "test")
         if not self.graph_splits or any(s not in splits for s in self.graph_splits) or \
                 len(set(self.graph_splits)) < len(self.graph_splits):
@@ -101,10 +103,6 @@ class ClrsDataConfig:
 
     def task_problems(self, tasks: list[str]) -> list[str]:
         """What is wrong with these settings for these tasks: a graph family given to non-graph algorithms."""
-        from relreason.data.families import parse_graph
-        from relreason.data.generate import graph_algorithms
-        from relreason.errors import RelreasonError
-
         try:
             if self.graph is None or parse_graph(self.graph) is None:
                 return []
@@ -154,8 +152,6 @@ class TextDataConfig:
         return set()
 
     def problems(self) -> list[str]:
-        from relreason.data.text import TEXT_PRESETS
-
         out = []
         if self.preset not in TEXT_PRESETS:
             out.append(f"data.preset {self.preset!r} is not a text preset ({', '.join(TEXT_PRESETS.names())})")

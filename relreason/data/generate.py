@@ -12,7 +12,10 @@ name (`test.ws_k=4_p=0.1.safetensors`). Without one, nothing differs from the be
 
 from __future__ import annotations
 
+import signal
+import threading
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
 import numpy as np
@@ -22,6 +25,7 @@ from relreason.data import samplers
 from relreason.data.algorithms import ALGORITHMS, Algorithm, canonical_split
 from relreason.data.families import GraphSpec, parse_graph
 from relreason.data.specs import spec_hash, spec_to_json
+from relreason.data.store import load_dataset, read_meta, write_dataset
 from relreason.data.trajectory import Dataset, Trajectory
 from relreason.errors import RelreasonError
 
@@ -181,8 +185,6 @@ def generate(name: str, split: str | None = None, *, num: int | None = None, siz
 def dataset_path(out_dir, algorithm: str, split: str, graph: str | None = None):
     """Where a split lives on disk: `out_dir/algorithm/<split>.safetensors`, or for a graph family
     `<split>.<family text, punctuation as _>.safetensors` (`test.ws_k=4_p=0.1`)."""
-    from pathlib import Path
-
     name = split if graph is None else f"{split}.{_file_part(graph)}"
     return Path(out_dir) / algorithm / f"{name}.safetensors"
 
@@ -198,8 +200,6 @@ def write_split(algorithm: str, split: str | None, size: int | None, num: int | 
     """Generates a split straight to disk (streamed chunk by chunk, atomic). Returns its path.
 
     `on_chunk(k)` is called after each chunk of k samples (progress bars); `graph`: a graph family."""
-    from relreason.data.store import write_dataset
-
     r = resolve_split(algorithm, split, size, num, seed, graph)
     path = dataset_path(out_dir, algorithm, r["split"], r["graph"])
     if path.exists() and not force:
@@ -225,9 +225,6 @@ def terminate_as_interrupt():
     """SIGTERM (`kill`, a scheduler's stop) raises KeyboardInterrupt, as Ctrl-C does, so that the
     writers' cleanup runs (temporary files removed) before the process ends. Main thread only (signal
     handlers can only be set there); the previous handler is put back."""
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -245,8 +242,6 @@ def terminate_as_interrupt():
 def cached_split(algorithm: str, split: str | None, data_dir, size: int | None = None, num: int | None = None,
                  seed: int | None = None, graph: str | GraphSpec | None = None) -> Dataset:
     """Loads a split from the on-disk cache, generating it first when missing or stale."""
-    from relreason.data.store import load_dataset, read_meta
-
     r = resolve_split(algorithm, split, size, num, seed, graph)
     path = dataset_path(data_dir, algorithm, r["split"], r["graph"])
     want = split_meta(algorithm, **r)

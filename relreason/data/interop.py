@@ -35,6 +35,7 @@ pointers, bridges' is_bridge, strongly_connected_components' A_t): exporting the
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -59,8 +60,6 @@ TEXT_COLUMNS = ("id", "question", "answer", "algorithm", "length", "seed", "inde
 
 
 def _require(module: str, what: str, extra: str) -> None:
-    import importlib
-
     try:
         importlib.import_module(module)
     except ImportError:
@@ -99,7 +98,7 @@ def text_columns(path) -> tuple[dict[str, list], dict]:
 
 
 def _arrow_table(columns: dict[str, list], meta: dict):
-    import pyarrow as pa
+    import pyarrow as pa  # optional: the hf extra
 
     types = {"question": pa.string(), "answer": pa.string(), "algorithm": pa.string(), "length": pa.int64(),
              "seed": pa.int64(), "index": pa.int64(), "id": pa.string()}
@@ -111,7 +110,7 @@ def write_parquet(path, out: Path) -> Path:
     """A CLRS-Text split as one Parquet file at `out` (written atomically)."""
     columns, meta = text_columns(path)  # a bad input is reported before any package is imported
     _require("pyarrow", "export to parquet", "hf")
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # optional: the hf extra
 
     table = _arrow_table(columns, meta)
     with atomic_path(out) as tmp:
@@ -124,7 +123,7 @@ def write_hf(path, out: Path) -> Path:
     `out` (written beside it, then renamed); `datasets.load_from_disk(out)` reads it back."""
     columns, meta = text_columns(path)
     _require("datasets", "export to hf", "hf")
-    import datasets
+    import datasets  # optional: the hf extra
 
     table = _arrow_table(columns, meta)
     info = datasets.DatasetInfo(description=json.dumps(meta))
@@ -188,8 +187,8 @@ def pyg_graphs(ds: Dataset, edges: str = "adjacency") -> list:
                              f"its {ADJACENCY} input: the {edges} export would lose them",
                              "export with --edges complete (every ordered pair is an edge)")
     _require("torch_geometric", "export to pyg", "pyg")
-    import torch
-    from torch_geometric.data import Data
+    import torch  # CLI start-up: torch loads on use
+    from torch_geometric.data import Data  # optional: the pyg extra
     stores = {Stage.INPUT: ds.inputs, Stage.HINT: ds.hints, Stage.OUTPUT: ds.outputs}
     counts = _node_counts(ds)
     graphs = []
@@ -216,7 +215,7 @@ def pyg_graphs(ds: Dataset, edges: str = "adjacency") -> list:
 
 def write_pyg(path, out: Path, edges: str = "adjacency") -> Path:
     """A graph split as a list of torch_geometric `Data`, saved with torch.save at `out` (atomically)."""
-    import torch
+    import torch  # CLI start-up: torch loads on use
 
     graphs = pyg_graphs(load_dataset(path), edges)
     with atomic_path(out) as tmp:

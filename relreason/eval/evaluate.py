@@ -9,6 +9,8 @@ import torch
 
 from relreason.data.trajectory import Dataset
 from relreason.errors import RelreasonError
+from relreason.eval.metrics import Scorer
+from relreason.models.batch import Batch
 from relreason.models.noise import Noise, as_noise, subset
 
 
@@ -35,9 +37,6 @@ def score_dataset(model, ds: Dataset, spec, model_cfg, device: torch.device, bat
 
     Random positions are drawn for the whole split (a sample's follow its row in `ds`), so they do
     not depend on the batch size or on the shard."""
-    from relreason.eval.metrics import Scorer
-    from relreason.models.batch import Batch
-
     rank, world = shard
     was_training = model.training
     model.eval()

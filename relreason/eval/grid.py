@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from relreason.data.families import graph_name
+from relreason.data.store import atomic_path
 from relreason.errors import RelreasonError
 from relreason.files import read_json
 
@@ -90,8 +91,6 @@ def sweep_path(path: Path) -> Path:
 
 def write_sweep(path: Path, result: dict) -> Path:
     """Writes an `evaluate_grid` result as a sweep file (atomically); returns the file written."""
-    from relreason.data.store import atomic_path
-
     target = sweep_path(path)
     if target.suffix != ".json":
         raise RelreasonError(f"--save {path}: a sweep file ends with .json", f"e.g. --save sweep.json, or a run "

@@ -75,6 +75,10 @@ from torch.utils._pytree import tree_leaves
 from relreason.data.specs import POINTER_TYPES, Spec, Stage, Type
 from relreason.data.trajectory import Dataset, storage_dtype
 from relreason.errors import RelreasonError
+from relreason.models import kernels
+from relreason.models.batch import Batch
+from relreason.models.config import SparseMode
+from relreason.runtime import available_memory
 
 EVAL_MEMORY_FRACTION = 0.25  # of the available memory, for one evaluation batch (the rest: allocator, split, OS)
 EVAL_MAX_BATCH = 64  # beyond this a larger batch is no faster on CPU
@@ -140,8 +144,6 @@ def eager_kernels():
     """The eager form of the fused kernels (relreason.models.kernels) while probing, in their smallest
     chunks: a dispatch mode must see every op, and compiling under it could mark the compiled path broken
     for the process; a chunk buffer is no part of what grows with the graphs (`Footprint.workspace`)."""
-    from relreason.models import kernels
-
     with kernels.enabled(False), kernels.smallest_chunks():
         yield
 
@@ -156,8 +158,6 @@ def one_step(ds: Dataset) -> Dataset:
 
 def step_entries(net, ds: Dataset, device: torch.device) -> int:
     """Entries of the edge list the step of `step_peak` runs on (0: it runs dense)."""
-    from relreason.models.batch import Batch
-
     graph = net.sparse_graph(Batch.from_dataset(one_step(ds), net.cfg, net.spec, device))
     return 0 if graph is None else graph.entries
 
@@ -176,8 +176,6 @@ def sparse_mode(net, mode):
 
 def step_peak(net, ds: Dataset, device: torch.device) -> int:
     """Bytes at the peak of one model step (forward and hard predictions) on the longest sample of `ds`."""
-    from relreason.models.batch import Batch
-
     batch = Batch.from_dataset(one_step(ds), net.cfg, net.spec, device)
     was_training = net.training
     net.eval()
@@ -236,8 +234,6 @@ def _exponent(lo: float, hi: float, n_lo: int, n_hi: int, bounds: tuple[float, f
 
 def free_memory(device: torch.device) -> tuple[int, int]:
     """(bytes free on the device, bytes available on the host): CUDA's free memory, or the host's twice."""
-    from relreason.runtime import available_memory
-
     host = available_memory()
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
@@ -310,8 +306,6 @@ class Footprint:
 
         Raises:
             RelreasonError: `model.sparse: always` where the network or the probes have no sparse form."""
-        from relreason.models.config import SparseMode
-
         large = probes[1][1]
 
         def measured(mode: SparseMode) -> list[Probe]:

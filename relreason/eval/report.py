@@ -8,6 +8,7 @@ import json
 from typing import Callable
 
 from rich.table import Table
+from rich.markup import escape
 
 
 def render(rows: list[dict], columns: list[str], fmt: str, title: str = "") -> str:
@@ -36,8 +37,6 @@ def render(rows: list[dict], columns: list[str], fmt: str, title: str = "") -> s
 
 def rich_table(rows: list[dict], columns: list[str], title: str = "") -> Table:
     """A rich Table of plain text (names like `[et-untied]` are shown, never read as markup)."""
-    from rich.markup import escape
-
     t = Table(title=escape(title) if title else None)
     for i, c in enumerate(columns):
         t.add_column(escape(c), justify="left" if i == 0 else "right", overflow="fold")

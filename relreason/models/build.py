@@ -22,6 +22,11 @@ from torch import nn
 
 from relreason.data.specs import Spec
 from relreason.errors import RelreasonError
+from relreason.models.batch import prepare_spec
+from relreason.models.multitask import MultiNet
+from relreason.models.net import build_model
+from relreason.models.processors import PROCESSORS
+from relreason.runtime import available_memory
 
 
 def resolve_device(name: str) -> torch.device:
@@ -63,11 +68,6 @@ def build_nar(cfg, tasks: list, device: torch.device) -> BuiltNar:
         tasks: its task entries in training order (`relreason.tasks.task_entries(cfg.task)`), each with
             a name, a graph spec and the CLRS algorithm behind it.
     """
-    from relreason.models.batch import prepare_spec
-    from relreason.models.multitask import MultiNet
-    from relreason.models.net import build_model
-    from relreason.models.processors import PROCESSORS
-
     specs = {t.name: prepare_spec(t.spec, cfg.model, t.algorithm) for t in tasks}
 
     def build() -> nn.Module:
@@ -99,7 +99,6 @@ def memory_limit(device: torch.device) -> int:
     """Bytes a model may take on `device`: the GPU's free memory, else the memory this process can use."""
     if device.type == "cuda":
         return torch.cuda.mem_get_info(device)[0]
-    from relreason.runtime import available_memory
 
     return available_memory()
 

@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 from typing import Optional
 
+from relreason.data.store import atomic_path
 from relreason.errors import RelreasonError
 from relreason.eval.metric_kinds import UNKNOWN_METRIC, Metric, MetricLookup, resolve_metric
 from relreason.rundir import RunDir, read_metrics, validations
@@ -31,14 +32,14 @@ FORMATS = ("png", "svg", "pdf")
 def require_matplotlib() -> None:
     """Raises the one-line RelreasonError that says how to install matplotlib when it is missing."""
     try:
-        import matplotlib  # noqa: F401
+        import matplotlib  # noqa: F401  (optional: the plot extra)
     except ImportError:
         raise RelreasonError("plotting needs matplotlib: pip install 'relreason[plot]'") from None
 
 
 def _figure(**kwargs):
     require_matplotlib()
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # optional: the plot extra
 
     return Figure(**kwargs)
 
@@ -85,7 +86,7 @@ def curves_figure(runs: list[RunInfo]):
     ax_loss.set_ylabel("training loss (last batch)")
     ax_loss.set_title("training loss")
     if any_loss and all(y > 0 for ln in ax_loss.get_lines() for y in ln.get_ydata()):
-        from matplotlib.ticker import FuncFormatter
+        from matplotlib.ticker import FuncFormatter  # optional: the plot extra
 
         ax_loss.set_yscale("log")  # losses fall by orders of magnitude over a full schedule
         plain = FuncFormatter(lambda y, _: f"{y:g}")
@@ -237,8 +238,6 @@ def ood_figure(sweeps: list[tuple[str, dict]], by: str = "run"):
 
 def save_figure(fig, out: Path) -> Path:
     """Writes the figure atomically (temp file + rename) in the format its suffix names."""
-    from relreason.data.store import atomic_path
-
     out = Path(out)
     fmt = out.suffix.lstrip(".").lower()
     if fmt not in FORMATS:

@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from relreason.errors import RelreasonError
-from relreason.files import escape, maybe_json_object, read_json_object
 from relreason.eval.metric_kinds import Metric, MetricLookup, resolve_metric
+from relreason.files import escape, maybe_json_object, read_json_object
 from relreason.rundir import (RESULTS, DivergedRow, FieldError, ResumeRow, RunDir, RunRecord, RunResults,
                               find_run_dirs, read_metrics, validations)
+from relreason.runtime import lock_holder
 
 
 class Status(str, enum.Enum):
@@ -101,8 +102,6 @@ def run_status(run_dir: Path) -> tuple[Status, Optional[dict]]:
     """finished if results.json exists; running if a live process holds the run's lock (an OS file lock,
     so it also answers for other hosts on a shared filesystem and never mistakes a reused pid); else
     interrupted. The second value is the holder's record ({"pid", "host", "started"}) when known."""
-    from relreason.runtime import lock_holder
-
     run_dir = Path(run_dir)
     holder = lock_holder(run_dir)
     if RunDir(run_dir).finished():

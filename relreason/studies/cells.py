@@ -20,9 +20,11 @@ from pathlib import Path
 
 from relreason.config import Config, build_config, config_from_dict, keys_of, merge, parse_overrides
 from relreason.errors import RelreasonError
-from relreason.protocol import run_identity
+from relreason.protocol import MACHINE_KEYS, run_identity
 from relreason.rundir import CELL_RUN, RunDir, read_results, read_run_record, seed_dir
+from relreason.runtime import lock_holder
 from relreason.studies.variants import Study, Variant
+from relreason.tasks import task_entries
 
 
 @dataclass(frozen=True)
@@ -179,8 +181,6 @@ NAR_PREFIX = "nar."
 def _machine_keys(tree: dict) -> dict:
     """The `--set` tree's keys that say where and how a cell runs, not what it computes (relreason.protocol's
     MACHINE_KEYS): a study's NAR cells run on the same machine settings as its own."""
-    from relreason.protocol import MACHINE_KEYS
-
     keep = {tuple(k.split(".")) for k in MACHINE_KEYS}
     out: dict = {}
     for section, values in tree.items():
@@ -201,8 +201,6 @@ def _nar_cell(study: Study, v: Variant, task: str, seed: int, out: Path, sets: d
     `v` trained on the task's algorithm with the same seed, under OUT/cells/<model>/<recipe>/<algorithm>/seed<k>
     (the protocol layout: every study of the same NAR configuration shares it). `sets`: the NAR cells' --set
     (a cell under them is not the protocol); `planned`: the NAR cells planned so far, by directory."""
-    from relreason.tasks import task_entries
-
     entries = task_entries(task)
     if len(entries) != 1 or entries[0].algorithm is None:
         raise RelreasonError(f"{study.name} pre-trains one NAR per algorithm; {task} is not one algorithm's text task",
@@ -233,7 +231,7 @@ def nar_record(nar: Cell) -> dict:
     """The model.nar_config of a cell that reads the NAR cell `nar` (relreason.models.text.read_nar_record's
     form): once `nar` is done, the record read from its checkpoint; before, the one it will store (a run
     stores the config it was planned with), so the reading cell's config is the same either way."""
-    from relreason.models.text import read_nar_record
+    from relreason.models.text import read_nar_record  # CLI start-up: torch loads on use
 
     if cell_state(nar) == "done":
         return read_nar_record(str(nar.run_dir))
@@ -250,9 +248,9 @@ def cell_state(cell: Cell) -> str:
     made with a plugin installed here at another version), "partial" (a checkpoint to resume under the same
     config) or "new". Configs are compared by `result_identity`: a cell computed with other threads or on
     another device is the same cell."""
-    from relreason.train.checkpoint import plugin_changes
-    from relreason.train.claim import has_progress
-    from relreason.train.resume import stored_config
+    from relreason.train.checkpoint import plugin_changes  # CLI start-up: torch loads on use
+    from relreason.train.claim import has_progress  # CLI start-up: torch loads on use
+    from relreason.train.resume import stored_config  # CLI start-up: torch loads on use
 
     want = result_identity(cell.config.to_dict())
     files = RunDir(cell.run_dir)
@@ -273,8 +271,6 @@ def cell_state(cell: Cell) -> str:
 
 def is_held(c: Cell) -> bool:
     """Whether another process holds the cell's run lock (it trains the cell there)."""
-    from relreason.runtime import lock_holder
-
     return lock_holder(c.run_dir) is not None
 
 
@@ -328,7 +324,7 @@ def committed_result(c: Cell, out: Path, committed: Path | None):
     (`result_identity`) with the plugins installed here and records the code that made it (a cell without
     one cannot be verified: RESULTS.md keeps it out of every table, and it is trained again); else None. Only a
     table's cells have that layout."""
-    from relreason.train.checkpoint import plugin_changes
+    from relreason.train.checkpoint import plugin_changes  # CLI start-up: torch loads on use
 
     if committed is None:
         return None

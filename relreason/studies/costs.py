@@ -13,13 +13,16 @@ training examples. Cells no measurement covers are named, never guessed.
 
 from __future__ import annotations
 
+import importlib.resources
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from relreason.config import paper_recipe
 from relreason.errors import RelreasonError
 from relreason.files import read_json
 from relreason.studies.cells import Cell, delta_slug
+from relreason.studies.tables import TABLES
 
 # what makes two cells cost the same (besides the task, the seed and the training examples, scaled)
 CostKey = tuple[str, str, str, int]  # (model, resolved recipe, delta slug, batch size)
@@ -28,8 +31,6 @@ CostKey = tuple[str, str, str, int]  # (model, resolved recipe, delta slug, batc
 def costs_file() -> Path:
     """The measured cell costs shipped with relreason (relreason/studies/costs.json, package data, written
     by scripts/bench_reproduce.py), so that `reproduce --list` shows them from any directory."""
-    import importlib.resources
-
     return Path(str(importlib.resources.files("relreason.studies") / "costs.json"))
 
 
@@ -69,9 +70,6 @@ class Measured:
 def _measured(costs_path: str) -> dict[CostKey, Measured]:
     """{cost key: measured cell} of every measured column of the costs file at `costs_path` (its recipe
     resolved as build_config names it: the column's, else the model's paper recipe for the task)."""
-    from relreason.config import paper_recipe
-    from relreason.studies.tables import TABLES
-
     found: dict[CostKey, Measured] = {}
     for table, entry in read_costs(Path(costs_path)).items():
         if table not in TABLES or not isinstance(entry, dict):

@@ -19,12 +19,17 @@ import re
 from html import escape
 from pathlib import Path
 
+from relreason.data.store import atomic_path
 from relreason.errors import RelreasonError, write_error
+from relreason.eval.grid import SWEEP_FILE, read_sweep
+from relreason.eval.metric_kinds import resolve_metric
 from relreason.eval.report import cell_text
 from relreason.files import escape as escape_text
+from relreason.rundir import RunDir, read_metrics, read_object, validations
 from relreason.runs.svg import Series, line_chart
 from relreason.studies.results import CURVES, SWEEPS
-from relreason.studies.results_report import INTRODUCTION, Section, report_sections
+from relreason.studies.results_report import INTRODUCTION, Section, code_label, duration, report_sections
+from relreason.studies.tables import TABLES
 
 STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1200px;
@@ -84,8 +89,6 @@ def _figure(svg: str, what: str) -> str:
 
 
 def _read_json(path: Path) -> dict | None:
-    from relreason.rundir import read_object
-
     return read_object(path) if path.is_file() else None
 
 
@@ -101,8 +104,6 @@ def _sweep_series(label: str, sweep: dict) -> list[Series]:
 def table_figures(results: Path, section: Section) -> list[str]:
     """Per task of a table section: the validation curves of its cells, then their size sweeps where any
     was saved (a task without committed curves or sweeps gets no figure)."""
-    from relreason.eval.grid import read_sweep
-
     figures = []
     tasks = list(dict.fromkeys(c["task"] for c in section.cells))
     for task in tasks:
@@ -152,11 +153,7 @@ def _anchor(name: str) -> str:
 def run_section(run: Path) -> tuple[str, str]:
     """(title, HTML) of a finished run directory's section: its scores, command, hardware and wall time, and
     its figures (validation curve and training loss from metrics.jsonl; the size sweep when saved)."""
-    from relreason.eval.grid import SWEEP_FILE, read_sweep
-    from relreason.eval.metric_kinds import resolve_metric
-    from relreason.rundir import RunDir, read_metrics, validations
-    from relreason.studies.results_report import code_label, duration
-    from relreason.train.export import read_results, result_table, run_scores
+    from relreason.train.export import read_results, result_table, run_scores  # CLI start-up: torch loads on use
 
     res = read_results(run)
     metric = resolve_metric(res.metric, res.lower_is_better, res.task)
@@ -207,8 +204,6 @@ def run_sections(runs: list[Path]) -> list[tuple[str, str]]:
     """run_section of each run directory; a damaged one (a file that does not read back) becomes a
     section naming the file and what is wrong, and never stops the others. Raises RelreasonError when a
     folder is no run at all, or when every run named is damaged (there is nothing to show)."""
-    from relreason.rundir import RunDir
-
     parts, errors = [], []
     for run in runs:
         try:
@@ -228,8 +223,6 @@ def run_sections(runs: list[Path]) -> list[tuple[str, str]]:
 def split_items(items: list[str]) -> tuple[list[str], list[Path]]:
     """`report`'s arguments as (table names, run directories): an existing path is a run directory, any
     other word must be a published table (relreason.studies.tables). Raises RelreasonError for neither."""
-    from relreason.studies.tables import TABLES
-
     tables, runs = [], []
     for item in items:
         if Path(item).exists():
@@ -276,8 +269,6 @@ def page(items: list[str], results: Path = Path("results"), margin: float | None
 def write_page(items: list[str], out: Path, results: Path = Path("results"), margin: float | None = None) -> dict:
     """Writes the page (`page`) to `out` atomically; returns what it holds. Raises RelreasonError for a bad
     argument or an unwritable `out`."""
-    from relreason.data.store import atomic_path
-
     out = Path(out)
     if out.suffix.lower() not in (".html", ".htm"):
         raise RelreasonError(f"--out {out}: the page is HTML", "end --out with .html, e.g. --out report.html")

@@ -32,10 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from relreason.data.store import atomic_path
 from relreason.errors import RelreasonError
 from relreason.files import maybe_json_object
 from relreason.registry import Registry
+from relreason.runtime import lock_holder
 from relreason.studies.cells import Cell, cell_label, cell_state, is_held
+from relreason.studies.training import train_group
 
 JOB_RECORD = "job.json"  # in a cell's directory, beside its run: the job that was submitted to train it
 EXTRA = "pip install 'relreason[slurm]'"
@@ -135,7 +138,7 @@ def parse_slurm(text: str) -> dict:
 
 def check_submitit(launcher: str) -> None:
     try:
-        import submitit  # noqa: F401
+        import submitit  # noqa: F401  (optional: the slurm extra)
     except ImportError:
         raise RelreasonError(f"--launcher {launcher} needs the submitit package",
                              f"{EXTRA}, or leave --launcher out to train here") from None
@@ -155,7 +158,7 @@ class Launch:
                strategy: str = "auto") -> list[dict]:
         """Submits the seed groups of study `name` left to train, as one array, one element per group (a cell
         whose lock is held is running elsewhere and is left alone); returns [{"job", "cells"}] per element."""
-        import submitit
+        import submitit  # optional: the slurm extra
 
         held = {c.directory for g in groups for c in g if is_held(c)}
         for c in (c for g in groups for c in g if c.directory in held):
@@ -220,8 +223,6 @@ class CellJob:
         self.command, self.strategy = command, strategy
 
     def __call__(self, cells: list[Cell]) -> list[str]:
-        from relreason.studies.training import train_group
-
         def log(message: str) -> None:
             print(message, file=sys.stderr, flush=True)
 
@@ -233,7 +234,7 @@ class CellJob:
         return statuses
 
     def checkpoint(self, cells: list[Cell]):
-        import submitit
+        import submitit  # optional: the slurm extra
 
         return submitit.helpers.DelayedSubmission(self, cells)
 
@@ -257,8 +258,6 @@ def _wait(name: str, jobs: list, groups: list[list[Cell]], log: Callable[[str], 
 
 
 def write_job_record(cell: Cell, record: dict) -> None:
-    from relreason.data.store import atomic_path
-
     with atomic_path(cell.directory / JOB_RECORD) as tmp:
         tmp.write_text(json.dumps(record, sort_keys=True) + "\n")
 
@@ -273,8 +272,7 @@ def cell_status(cell: Cell) -> dict:
     """`--status` of one cell: "done", "running" (another process holds its lock), "partial" (a checkpoint
     to resume), "missing" (nothing yet) or "stale" (another configuration's run), with its recorded job
     (or None), where it runs and how many examples its last checkpoint holds."""
-    from relreason.runtime import lock_holder
-    from relreason.train.checkpoint import load_trainer_state
+    from relreason.train.checkpoint import load_trainer_state  # CLI start-up: torch loads on use
 
     state = cell_state(cell)
     holder = lock_holder(cell.run_dir) if state != "done" else None

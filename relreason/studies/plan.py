@@ -16,6 +16,7 @@ says what is planned and both the script and the report read it, so neither can 
 from __future__ import annotations
 
 import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,8 +132,6 @@ def plan_status(lines: list[PlanLine], results: Path) -> list[dict]:
 def main(argv: list[str]) -> int:
     """`python -m relreason.studies.plan PLAN` prints the plan's lanes, one per line; `... PLAN LANE` prints that
     lane's `reproduce` arguments, one line each, in order (what scripts/reproduce_results.sh runs: one parser)."""
-    import sys
-
     if len(argv) not in (1, 2):
         print("usage: python -m relreason.studies.plan PLAN [LANE]", file=sys.stderr)
         return 2

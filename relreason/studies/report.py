@@ -17,8 +17,10 @@ from pathlib import Path
 
 from rich.table import Table
 
-from relreason.data.text import SCORE_TITLES
-from relreason.runs.stats import MARGIN, Difference, Spread, Summary, Verdict, check_margin, difference
+from relreason.data.store import atomic_path
+from relreason.data.text import SCORE_TITLES, TEXT_PRESETS
+from relreason.eval.report import render, rich_table
+from relreason.runs.stats import Difference, Figure, MARGIN, Spread, Summary, Verdict, check_margin, difference
 from relreason.studies.variants import Published
 
 MISSING_SHOWN = 10  # missing cells named in `missing_note` (the rest are counted)
@@ -187,8 +189,6 @@ def size_classes(record: dict) -> dict[int, str]:
     """A text cell's test sizes by where they lie against its training sizes (its preset's train split):
     "in distribution" (a training size), "OOD, interpolation" (inside their range) or "OOD, extrapolation"
     (beyond the largest), as the TransNAR paper reads its test sizes 12, 10 and 14."""
-    from relreason.data.text import TEXT_PRESETS
-
     out = {}
     for entry in _text_entries(record):
         preset = TEXT_PRESETS.get(record["config"]["data"]["preset"])
@@ -209,8 +209,6 @@ def distribution_breakdown(result: dict, margin: float | None = None) -> tuple[l
     the first column minus each other one with Welch's 95% interval (relreason.runs.stats.difference, the
     other column's seeds as the reference) and the verdict against the margin (`table_margin`): the test of
     a claim that a column generalises where another does not. None when no cell was scored per size."""
-    from relreason.runs.stats import Figure
-
     by: dict[tuple[str, str, str, str], list[float]] = {}  # (algorithm, variant, column, score) -> per cell
     heads: dict[str, set[int]] = {}
     algorithms: list[str] = []
@@ -269,9 +267,6 @@ def write_tables(result: dict, base: Path) -> str:
     a complete set removing every partial one; text tasks add results.sizes.csv and results.distribution.csv).
     Returns the stem.
     The JSON is the study's result (every cell's record) with the printed table as "table"."""
-    from relreason.data.store import atomic_path
-    from relreason.eval.report import render
-
     rows, columns = study_table(result)
     sizes = size_breakdown(result)  # text tasks: shape / parse / CLRS per algorithm and size
     ood = distribution_breakdown(result)  # and the same in and out of distribution, the columns compared
@@ -299,8 +294,6 @@ def study_view(result: dict, description: str) -> tuple[list[Table], list[str]]:
     """What `ablate` and `reproduce` print of a study's result: its table (and the per-size table of text
     cells), then the lines under them: where the published figures are printed, and why cells are not
     comparable."""
-    from relreason.eval.report import rich_table
-
     rows, columns = study_table(result)
     margin = table_margin(result)
     seeds = result["seeds"]

@@ -18,16 +18,26 @@ are written from those files alone (relreason.studies.results_report).
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
+import re
+import shutil
 from pathlib import Path
 
 from relreason.config import config_from_dict
 from relreason.errors import RelreasonError
-from relreason.files import maybe_json_object
 from relreason.eval.grid import SWEEP_FILE, read_sweep
+from relreason.files import maybe_json_object
 from relreason.rundir import (CELL_RUN, RunDir, RunResults, read_object, read_run_record, read_trainer_state,
                               seed_of_dir)
-from relreason.studies.cells import result_identity
+from relreason.data.algorithms import ALGORITHMS, canonical_split
+from relreason.data.store import atomic_path
+from relreason.rundir import ValidationRow, read_metrics, read_results
+from relreason.runtime import code_record
+from relreason.studies.cells import plan_cells, result_identity
+from relreason.studies.tables import TABLES
+from relreason.tasks import expand_tasks
 
 CELLS, PROGRESS, SELECTION, CURVES, VERIFY, SWEEPS = "cells", "progress", "selection", "curves", "verify", "sweeps"
 VERIFY_LOSS_RTOL = 1e-4  # a training loss re-computed on another machine may differ in its last bits; scores may not
@@ -43,8 +53,6 @@ CROSS_DEVICE_LOSS_RTOL = 0.01  # relative, on the training loss beside each vali
 
 def _write(path: Path, data: dict) -> bool:
     """Writes `data` as JSON atomically; False when the file already holds exactly that."""
-    from relreason.data.store import atomic_path
-
     text = json.dumps(data, indent=1, sort_keys=True) + "\n"
     if maybe_json_object(path) is not None and path.read_text() == text:  # a regular file, read guarded first
         return False
@@ -56,8 +64,6 @@ def _write(path: Path, data: dict) -> bool:
 
 def _nar_settings() -> set[tuple[str, str]]:
     """(model, setting) of the NAR cells that studies pre-train (relreason.studies.variants.Variant.nar)."""
-    from relreason.studies.tables import TABLES
-
     return {(v.nar.model, v.nar.recipe) for _, t in TABLES.items() for v in t.variants if v.nar is not None}
 
 
@@ -124,8 +130,6 @@ def model_selection(run: Path, cached: Path | None = None) -> dict | None:
     checkpoint's score on a larger independent test set at the same size (DIAGNOSTIC_TEST_*; single
     CLRS tasks only). None when the run has no validations or no last checkpoint. `cached`: a record
     written before for this same run is reused instead of evaluating again."""
-    from relreason.rundir import ValidationRow, read_metrics, read_results
-
     files = RunDir(run)
     res = read_results(files.results)
     vals = [r for r in read_metrics(files.metrics) if isinstance(r, ValidationRow)]
@@ -139,7 +143,7 @@ def model_selection(run: Path, cached: Path | None = None) -> dict | None:
     old = read_object(cached) if cached is not None and cached.is_file() else {}
     if {k: old.get(k) for k in record} != record:
         old = {}
-    from relreason.train.evaluation import evaluate_checkpoint
+    from relreason.train.evaluation import evaluate_checkpoint  # CLI start-up: torch loads on use
 
     if "last_test" not in old:
         last = evaluate_checkpoint(files.last.path)
@@ -156,8 +160,7 @@ def model_selection(run: Path, cached: Path | None = None) -> dict | None:
 def larger_test(checkpoint: Path, res: RunResults) -> dict:
     """{"large_test", "large_test_label"}: the checkpoint on DIAGNOSTIC_TEST_FACTOR x the protocol's test
     samples at its test size, seed DIAGNOSTIC_TEST_SEED; {} for runs that are not one CLRS algorithm."""
-    from relreason.data.algorithms import ALGORITHMS, canonical_split
-    from relreason.train.evaluation import evaluate_checkpoint
+    from relreason.train.evaluation import evaluate_checkpoint  # CLI start-up: torch loads on use
 
     if res.task not in ALGORITHMS.names() or res.per_task:
         return {}
@@ -169,8 +172,6 @@ def larger_test(checkpoint: Path, res: RunResults) -> dict:
 def validation_curve(run: Path) -> dict | None:
     """The run's validations as metrics.jsonl holds them ({"examples", "score", "loss"} each), with the code that
     trained it: what `reproduce --verify` re-trains a prefix of and compares. None: no validation recorded."""
-    from relreason.rundir import ValidationRow, read_metrics, read_results
-
     res = read_results(RunDir(run).results)
     rows = [r for r in read_metrics(RunDir(run).metrics) if isinstance(r, ValidationRow)]
     if not rows:
@@ -182,8 +183,6 @@ def validation_curve(run: Path) -> dict | None:
 def device_kind(hardware: list[str]) -> str:
     """"cuda" when a session of a run trained on a CUDA device (relreason.runtime.hardware's words: "NVIDIA H200,
     cuda, torch ..."), else "cpu"."""
-    import re
-
     return "cuda" if any(re.search(r", cuda(:\d+)?(,|$)", h) for h in hardware) else "cpu"
 
 
@@ -204,14 +203,9 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
     CPU and compared within CROSS_DEVICE_SCORE_ATOL and CROSS_DEVICE_LOSS_RTOL. Returns {"validations",
     "matches", "difference" (the first, in words; None when they match), "code" (today's), "stored_code",
     "made_on", "device" (where it was re-trained), "compared" (how, in words)}."""
-    import dataclasses
-    import math
+    import torch  # CLI start-up: torch loads on use
 
-    import torch
-
-    from relreason.rundir import ValidationRow, read_metrics
-    from relreason.runtime import code_record
-    from relreason.train import run
+    from relreason.train import run  # CLI start-up: torch loads on use
 
     if validations < 2:
         raise RelreasonError(f"--verify-validations {validations}: the first validation is before any training",
@@ -229,7 +223,6 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
     score_atol, loss_rtol = (CROSS_DEVICE_SCORE_ATOL, CROSS_DEVICE_LOSS_RTOL) if across else (0.0, VERIFY_LOSS_RTOL)
     scratch = Path(workdir) / "verify"
     if scratch.is_dir() and (scratch / "config.json").is_file():  # an earlier --verify's re-training: start afresh
-        import shutil
 
         shutil.rmtree(scratch)
     run(cfg, out=workdir, name="verify", show_progress=False, log=log)
@@ -260,10 +253,6 @@ def verify_table(table: str, tasks: str | None, seeds: tuple[int, ...], models: 
     under `results`, re-trained under the config its result file stored (threads too) on the device kind its
     hardware record names where this machine has it, else on the CPU within tolerances (verify_cell); each verdict
     is written to results/verify/ (RESULTS.md reads it). Returns the rows."""
-    from relreason.studies.cells import plan_cells
-    from relreason.studies.tables import TABLES
-    from relreason.tasks import expand_tasks
-
     study = TABLES.get(table)
     cells = plan_cells(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, None, workdir / "plan",
                        models=models.split(",") if models else None)

@@ -24,11 +24,14 @@ from relreason.config import build_config, to_plain
 from relreason.rundir import RunResults, read_object
 from relreason.runs.stats import Verdict
 from relreason.runtime import source_digest
-from relreason.studies.cells import result_identity
+from relreason.studies.cells import config_differences, delta_slug, protocol_nar, result_identity
 from relreason.studies.plan import PLAN_COLUMNS, PLAN_FILE, plan_status, read_plan
-from relreason.studies.report import study_table
+from relreason.studies.report import distribution_breakdown, study_table, table_margin
 from relreason.studies.results import (DIAGNOSTIC_TEST_FACTOR, DIAGNOSTIC_TEST_SEED, SELECTION, VERIFY, cell_files,
                                        progress_files, result_files)
+from relreason.data.store import atomic_path
+from relreason.eval.report import render
+from relreason.studies.tables import TABLES
 from relreason.studies.variants import Study
 from relreason.tasks import TASKS, expand_tasks
 
@@ -59,8 +62,6 @@ def verification(code: list[dict] | None, verified: dict | None, today: str) -> 
 
 
 def _protocol_identity(study: Study, variant, task: str, seed: int, stored: dict) -> dict:
-    from relreason.studies.cells import protocol_nar
-
     over: dict = {"train": {"seed": seed}}
     if variant.nar is not None and (stored.get("model") or {}).get("nar"):  # the NAR it read, at its protocol
         over["model"] = protocol_nar(study, variant, task, seed, stored["model"]["nar"])
@@ -70,16 +71,12 @@ def _protocol_identity(study: Study, variant, task: str, seed: int, stored: dict
 
 def _protocols(model: str, task: str) -> set[str]:
     """The recipe labels that some table's column takes as its protocol for (model, task)."""
-    from relreason.studies.tables import TABLES
-
     columns = [c for _, t in TABLES.items() for v in t.variants for c in (v, v.nar) if c is not None]
     return {build_config(v.model, task, v.recipe).recipe for v in columns if v.model == model}
 
 
 def _distribution_blocks(result: dict, margin: float | None) -> list[Block]:
     """A text table's scores in and out of distribution with its columns' differences (none for graph cells)."""
-    from relreason.studies.report import distribution_breakdown
-
     ood = distribution_breakdown(result, margin)
     return [] if ood is None else [Block("In and out of distribution (shape, parse and CLRS scores in %, mean ± "
                                          "sample std over seeds; the first column minus the other with Welch's "
@@ -91,8 +88,6 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
     the cells of its columns (model and delta) on its tasks, under the column's protocol recipe or a
     recipe that is no table's protocol (e.g. `quick`: kept, marked not comparable); the cells of
     another table's protocol (clrs30's MPNN in rt-table19) stay in that table. None when it has none."""
-    from relreason.studies.cells import delta_slug
-
     tasks = expand_tasks(study.tasks)
     records = []
     for v in study.variants:
@@ -135,8 +130,6 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
 def protocol_difference(recipe: str | None, protocol: str, got: dict, want: dict) -> str:
     """Why a cell is not its column's protocol, in words: the keys whose values differ (a cell trained before a
     protocol setting changed names that setting), or the recipe when it is another."""
-    from relreason.studies.cells import config_differences
-
     keys = config_differences(got, want)
     if recipe != protocol or not keys:
         return f"recipe {recipe}, not the paper's protocol"
@@ -221,9 +214,6 @@ def report_sections(results: Path, margin: float | None = None, tables: list[str
     the HTML page (relreason.studies.html_report) both show, computed once here. `margin`: the equivalence
     margin of every verdict instead of each table's own; `tables`: only these published tables (and no
     progress section); None: every table with results, then the cells in progress."""
-    from relreason.studies.report import table_margin
-    from relreason.studies.tables import TABLES
-
     every, progress = cell_files(results), progress_files(results)
     # a cell whose code is not recorded cannot be verified: shown in a section of its own, out of every table
     files = [(key, res) for key, res in every if res.code]
@@ -377,9 +367,6 @@ def write_readme_summary(readme: Path, sections: list[Section]) -> bool:
     """Writes the report's summary table between README_MARKERS in `readme` (README.md's "Results so far"), so
     that README's figures come from the result files too. False (nothing written) when the file or its markers
     are missing."""
-    from relreason.data.store import atomic_path
-    from relreason.eval.report import render
-
     if not Path(readme).is_file():
         return False
     text = Path(readme).read_text()
@@ -398,8 +385,6 @@ def write_readme_summary(readme: Path, sections: list[Section]) -> bool:
 
 def markdown_report(sections: list[Section]) -> str:
     """RESULTS.md's text: the title, INTRODUCTION, then every section's heading and blocks."""
-    from relreason.eval.report import render
-
     lines = ["# Results", "", INTRODUCTION, ""]
     for s in sections:
         if s.title is not None:
@@ -412,8 +397,6 @@ def markdown_report(sections: list[Section]) -> str:
 def write_report(results: Path, markdown: Path, margin: float | None = None) -> int:
     """Writes RESULTS.md from the result files under `results`; returns how many tables it shows.
     `margin`: the equivalence margin of every verdict instead of each table's own."""
-    from relreason.data.store import atomic_path
-
     sections = report_sections(results, margin)
     with atomic_path(Path(markdown)) as tmp:
         tmp.write_text(markdown_report(sections))

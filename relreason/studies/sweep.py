@@ -190,11 +190,11 @@ def resume_text() -> str:
 
 def _device_text(cell) -> str:
     """Where the cells of this process train, in words: "cpu", or "NVIDIA H100 80GB HBM3 (cuda:0)"."""
-    from relreason.models.build import resolve_device
+    from relreason.models.build import resolve_device  # CLI start-up: torch loads on use
 
     device = resolve_device(cell.config.train.device)
     if device.type == "cuda":
-        import torch
+        import torch  # CLI start-up: torch loads on use
 
         return f"{torch.cuda.get_device_name(device.index or 0)} ({device})"
     return str(device)
@@ -210,7 +210,7 @@ def default_seed_batch(cells: list, seeds: int) -> int:
     at once and finish none of its cells before the last; also 1 for cells captured as CUDA graphs
     (train.cuda_graph): on the H200 a captured single run outran every uncaptured group (results/gpu), and
     captured seed groups are not measured yet, so the default keeps what was measured (`--pack` packs them)."""
-    from relreason.models.build import resolve_device
+    from relreason.models.build import resolve_device  # CLI start-up: torch loads on use
 
     if not cells or resolve_device(cells[0].config.train.device).type == "cpu" or cells[0].config.train.cuda_graph:
         return 1  # CPU: no faster; train.cuda_graph: a captured single run outran every group on the H200
@@ -233,7 +233,7 @@ def parse_seed_batch(text: str | int | None) -> int | None:
 
 def check_seed_strategy(text: str) -> str:
     """`--seed-strategy`: one of relreason.train.seed_group.Strategy's values."""
-    from relreason.train.seed_group import Strategy
+    from relreason.train.seed_group import Strategy  # CLI start-up: torch loads on use
 
     choices = [s.value for s in Strategy]
     if text not in choices:

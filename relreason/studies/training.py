@@ -13,13 +13,17 @@ the running cells are done.
 
 from __future__ import annotations
 
+import multiprocessing
+import signal
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Callable
 
 from relreason.errors import RelreasonError
 from relreason.rundir import CELL_RUN
-from relreason.runtime import cli_command
+from relreason.runtime import RunLock, bars_enabled, cli_command, progress
 from relreason.studies.cells import Cell, cell_label, cell_state, is_held
 from relreason.studies.costs import time_left
+from relreason.tracking import RunAbout
 
 
 def train_cell(cell: Cell, show_progress: bool = False, log: Callable[[str], None] = print,
@@ -39,8 +43,6 @@ def train_group(cells: list[Cell], strategy: str = "auto", show_progress: bool =
     cells that have no results yet as one seed group (one cell: its single run); returns each cell's
     status as `train_cell` does (`command` too). `pack`: the cells (of any columns and tasks) train as one
     pack instead (relreason.train.pack), its PackResult appended to `packs` when given."""
-    from relreason.runtime import RunLock
-
     status: dict[int, str] = {}
     claimed: list[tuple[int, Cell, RunLock, str]] = []
     try:
@@ -74,11 +76,10 @@ def _train_claimed(claimed: list, strategy: str, show_progress: bool, log: Calla
                    command: str | None, pack: bool = False, packs: list | None = None) -> list[bool]:
     """Trains claimed (cell, lock, state) of one group (`pack`: one pack); whether each was interrupted (a
     pack's cell that reached its budget before the stop is finished and tested: relreason.train.pack)."""
-    from relreason.tracking import RunAbout
-    from relreason.train import run
-    from relreason.train.pack import train_pack
-    from relreason.train.resume import resume_config
-    from relreason.train.seed_group import train_members
+    from relreason.train import run  # CLI start-up: torch loads on use
+    from relreason.train.pack import train_pack  # CLI start-up: torch loads on use
+    from relreason.train.resume import resume_config  # CLI start-up: torch loads on use
+    from relreason.train.seed_group import train_members  # CLI start-up: torch loads on use
 
     configs = []
     for c, _, state in claimed:
@@ -125,7 +126,7 @@ PACK_CHOICES = ("auto", "on", "off")
 def pack_size(pack: str, cells: list) -> int:
     """`--pack`: the cells per pack (0: no packing). auto packs on CUDA (one cell uses a sliver of the GPU and
     separate processes barely help: results/gpu) and not on the CPU, where nothing changes; on packs anywhere."""
-    from relreason.models.build import resolve_device
+    from relreason.models.build import resolve_device  # CLI start-up: torch loads on use
 
     if pack not in PACK_CHOICES:
         raise RelreasonError(f"--pack {pack!r} is not one of {', '.join(PACK_CHOICES)}", "e.g. --pack auto")
@@ -158,8 +159,6 @@ _SKIPPED = {"held": "another process trains it; skipped", "stale": "its director
 
 def _train_here(name: str, todo: list[list[Cell]], total: int, show_progress: bool, log: Callable[[str], None],
                 strategy: str, pack: bool = False) -> None:
-    from relreason.runtime import progress
-
     cells = sum(len(g) for g in todo)
     with progress(total, name, unit="cell", disable=not show_progress, initial=total - cells) as bar:
         for k, group in enumerate(todo):
@@ -181,11 +180,7 @@ def _train_in_workers(name: str, todo: list[list[Cell]], total: int, jobs: int, 
                       log: Callable[[str], None], strategy: str, pack: bool = False) -> None:
     """Trains the groups `todo` in `jobs` worker processes, at most `jobs` groups at a time (so the running
     ones are exactly those submitted), with one progress display: cells done / total and the running groups."""
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-    from relreason.runtime import bars_enabled, progress
-    from relreason.train.distributed import available_cores
+    from relreason.train.distributed import available_cores  # CLI start-up: torch loads on use
 
     jobs = min(jobs, max(1, len(todo)))
     threads = max(1, available_cores() // jobs)
@@ -238,9 +233,7 @@ def _train_in_workers(name: str, todo: list[list[Cell]], total: int, jobs: int, 
 
 def _worker_start(threads: int) -> None:
     """A worker ignores Ctrl-C between cells (the parent handles it); `threads` torch threads."""
-    import signal
-
-    import torch
+    import torch  # CLI start-up: torch loads on use
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(threads)
@@ -248,8 +241,6 @@ def _worker_start(threads: int) -> None:
 
 def _worker_group(cells: list[Cell], strategy: str, pack: bool = False) -> list[str]:
     """One seed group in a worker: Ctrl-C now stops its runs after their step, with a checkpoint."""
-    import signal
-
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return train_group(cells, strategy, show_progress=False, log=lambda m: None, pack=pack)

@@ -34,7 +34,12 @@ from relreason.errors import RelreasonError, write_error
 from relreason.files import fd_path, open_regular, read_json_object, safetensors_header, shown
 from relreason.rundir import (CHECKPOINT_CONFIG, OPTIMIZER, OPTIMIZER_META, TRAINER_STATE, WEIGHTS, TrainerState,
                               old_checkpoint, read_object)
+from relreason.data.algorithms import ALGORITHMS
+from relreason.models.build import build_nar
+from relreason.models.catalog import Family, find_model, model_names, model_origin
 from relreason.plugins import Origin, plugin_version_changes, require_plugins
+from relreason.rundir import RunDir
+from relreason.tasks import task_entries
 
 FORMAT = 1  # bump when the checkpoint layout changes incompatibly
 
@@ -174,10 +179,6 @@ def plugin_changes(record: list[dict] | None) -> list[str]:
 def plugin_record(cfg: Config) -> list[dict]:
     """The plugins that a run's model (and a TransNAR's NAR) and its tasks' algorithms come from:
     [{"kind": "model" | "algorithm", "name", "distribution", "version"}], built-ins left out."""
-    from relreason.data.algorithms import ALGORITHMS
-    from relreason.models.catalog import model_origin
-    from relreason.tasks import task_entries
-
     models = [cfg.model_name]
     nar = getattr(cfg.model, "nar_config", None)
     if nar is not None:
@@ -190,9 +191,6 @@ def plugin_record(cfg: Config) -> list[dict]:
 
 def _origin_here(kind: str, name: str) -> Origin | None:
     """Where the model or algorithm `name` comes from in this installation; None when it is unknown."""
-    from relreason.data.algorithms import ALGORITHMS
-    from relreason.models.catalog import model_names, model_origin
-
     if kind == "model":
         return model_origin(name) if name in model_names() else None
     return ALGORITHMS.origin(name) if name in ALGORITHMS else None
@@ -217,8 +215,6 @@ def load_weights(path: Path, model: torch.nn.Module) -> None:
 def init_source(target: str | Path) -> Path:
     """The checkpoint directory `train.init` names: a run directory's best/, else the directory itself (a
     checkpoint, an `export` bundle or an `export --hub` folder). Raises RelreasonError when there is none."""
-    from relreason.rundir import RunDir
-
     path = Path(target)
     if not path.is_dir():
         raise RelreasonError(f"--init {target}: {'no such directory' if not path.exists() else 'not a directory'}",
@@ -325,10 +321,6 @@ def _model_like(cfg: Config) -> dict[str, torch.Tensor] | None:
     """The state dict of the model `cfg` builds, on the meta device (shapes and dtypes, no memory), so
     that weights are checked against the model they claim to be before `export` bundles them; None
     for a text model, whose weights `eval` checks when it loads them."""
-    from relreason.models.build import build_nar
-    from relreason.models.catalog import Family, find_model
-    from relreason.tasks import task_entries
-
     if find_model(cfg.model_name)[0] is not Family.NAR:
         return None
     meta = torch.device("meta")

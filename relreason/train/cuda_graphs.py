@@ -35,6 +35,7 @@ so that the CPU suite checks that a captured run trains the uncaptured run's wei
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -42,6 +43,7 @@ import torch
 
 from relreason.errors import RelreasonError
 from relreason.models.noise import Tape
+from relreason.train.workloads import NarPart, NarWorkload
 
 
 def signature(batch) -> tuple:
@@ -64,8 +66,6 @@ def _tensors(batch) -> list[tuple[str, torch.Tensor]]:
 
 def _clone(batch):
     """A batch whose tensors are fresh copies: the graph's input tensors, refilled before each replay."""
-    import dataclasses
-
     groups = {g: {k: v.clone() for k, v in (batch[g] if isinstance(batch, dict) else getattr(batch, g)).items()}
               for g in ("inputs", "hints", "outputs")}
     if isinstance(batch, dict):
@@ -166,8 +166,6 @@ class CapturedStep:
 
 def check_capturable(cfg, device: torch.device, world: int, workload) -> None:
     """Refuses, in one line, a run whose step cannot be captured (train.cuda_graph)."""
-    from relreason.train.workloads import NarWorkload
-
     if device.type != "cuda":
         raise RelreasonError(f"train.cuda_graph captures the training step on a CUDA device, but this run trains "
                              f"on {device.type}", "set train.device: cuda (auto picks it on a CUDA machine) or "
@@ -190,8 +188,6 @@ def check_capturable(cfg, device: torch.device, world: int, workload) -> None:
 def captured_loss(workload, model: torch.nn.Module, precision: str, device: torch.device) -> Callable:
     """The step's loss for a CapturedStep: the workload's, under autocast without its cache (which a
     capture forbids) in bf16."""
-    from relreason.train.workloads import NarPart
-
     def loss_fn(batch, noise):
         ctx = torch.autocast(device.type, dtype=torch.bfloat16, cache_enabled=False) if precision == "bf16" \
             else contextlib.nullcontext()

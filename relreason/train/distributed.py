@@ -30,9 +30,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
+import torch.distributed as dist
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 from relreason.errors import RelreasonError
+from relreason.models.build import resolve_device
 
 # torchrun's environment: present in every process it starts
 ENV_KEYS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
@@ -59,8 +62,6 @@ class Distributed:
     def start(device: str) -> "Distributed":
         """Joins the process group torchrun's environment describes (none without torchrun) and picks
         this process's device from `device` (train.device: auto, cpu, cuda, cuda:N)."""
-        from relreason.models.build import resolve_device
-
         world = _env_int("WORLD_SIZE", 1)
         if world <= 1:
             return Distributed(device=resolve_device(device))
@@ -71,7 +72,6 @@ class Distributed:
                                  "train ...")
         rank, local_rank, local_world = _env_int("RANK", 0), _env_int("LOCAL_RANK", 0), _env_int("LOCAL_WORLD_SIZE", 1)
         dev = _device_of(device, local_rank)
-        import torch.distributed as dist
 
         owns = not dist.is_initialized()
         if owns:
@@ -84,8 +84,6 @@ class Distributed:
         """Leaves the process group this object joined. `clean`: every rank is closing too, so they
         first meet at a barrier (gloo aborts when one rank tears down while another still talks)."""
         if self.owns_group:
-            import torch.distributed as dist
-
             if clean:
                 dist.barrier()
             dist.destroy_process_group()
@@ -114,7 +112,6 @@ class Distributed:
         graph state, so the ET's and the DAT's graph readouts get no gradient."""
         if self.world == 1:
             return model
-        from torch.nn.parallel import DistributedDataParallel
 
         ids = [self.device.index] if self.device.type == "cuda" else None
         return DistributedDataParallel(model, device_ids=ids, find_unused_parameters=True)
@@ -125,7 +122,6 @@ class Distributed:
         """Rank 0's `obj` on every rank (picklable; tensors should be on the CPU)."""
         if self.world == 1:
             return obj
-        import torch.distributed as dist
 
         box = [obj if self.main else None]
         dist.broadcast_object_list(box, src=0)
@@ -135,7 +131,6 @@ class Distributed:
         """Every rank's `obj`, in rank order, on every rank."""
         if self.world == 1:
             return [obj]
-        import torch.distributed as dist
 
         out: list[Any] = [None] * self.world
         dist.all_gather_object(out, obj)
@@ -145,7 +140,6 @@ class Distributed:
         """Element-wise sums of `values` over the ranks."""
         if self.world == 1:
             return list(values)
-        import torch.distributed as dist
 
         t = torch.tensor(values, dtype=torch.float64, device=self.device)
         dist.all_reduce(t)
@@ -172,8 +166,6 @@ def count_normalizer(world: int, contributes: bool = True) -> Callable[[torch.Te
     """counts (K,) -> the counts summed over all ranks (at least 1: an empty term is 0, not NaN),
     divided by `world` because DDP averages the ranks' gradients. `contributes=False`: the rank holds
     no row of the global batch (its batch is a stand-in), so it adds 0 to the sums."""
-    import torch.distributed as dist
-
     def normalize(counts: torch.Tensor) -> torch.Tensor:
         total = counts.detach().to(torch.float64).clone()
         if not contributes:
@@ -209,8 +201,6 @@ def _env_int(key: str, default: int) -> int:
 
 def _device_of(name: str, local_rank: int) -> torch.device:
     """A rank's device: auto / cuda -> the GPU of its local rank (when CUDA is there), cpu -> cpu."""
-    from relreason.models.build import resolve_device
-
     if name.startswith("cuda:"):
         raise RelreasonError(f"train.device={name} names one GPU, but torchrun started several processes",
                              "use --device cuda (each process takes the GPU of its local rank) or auto")

@@ -26,9 +26,22 @@ from typing import Any, Iterator
 
 import torch
 
+from relreason.config import Layer, parse_overrides, resolve
+from relreason.data.algorithms import ALGORITHMS, canonical_split
+from relreason.data.config import ClrsDataConfig, LobsterDataConfig
+from relreason.data.families import parse_graph
+from relreason.data.generate import resolve_split
+from relreason.data.lobster import MAX_BACKBONE
 from relreason.errors import RelreasonError
+from relreason.eval.grid import grid_rows
+from relreason.eval.memory import Footprint, PROBE_MAX, PROBE_MIN, PROBE_NUM, PROBE_SEED, free_memory, largest_fitting
+from relreason.eval.text_score import answers_writer
+from relreason.models.build import resolve_device
+from relreason.models.catalog import Family, find_model, model_label
 from relreason.rundir import BEST, CHECKPOINT_CONFIG, LAST, RunDir
+from relreason.runtime import keep_freed_memory
 from relreason.train import checkpoint as ckpt
+from relreason.train.workloads import NarWorkload, _pick_batch, build_workload
 
 
 def resolve_checkpoint(target, runs_dir="runs") -> Path:
@@ -70,11 +83,6 @@ def _check_request(split, ood, num, seed, batch_size) -> None:
 def open_checkpoint(target=None, *, device: str | None = None, runs_dir="runs",
                     overrides: list[str] | None = None) -> Iterator[tuple[Path, Any, Any]]:
     """(checkpoint path, resolved config, workload with the weights loaded) of a run, closed on exit."""
-    from relreason.config import Layer, parse_overrides, resolve
-    from relreason.models.build import resolve_device
-    from relreason.runtime import keep_freed_memory
-    from relreason.train.workloads import build_workload
-
     keep_freed_memory()
     path = resolve_checkpoint(target, runs_dir)
     stored = ckpt.load_config(path)
@@ -96,8 +104,6 @@ def open_checkpoint(target=None, *, device: str | None = None, runs_dir="runs",
 def check_graphs(cfg, graphs: list[str]) -> None:
     """Refuses graph families (`--graph`) for a run they do not apply to: not graph algorithms, or a
     family some task's sampler cannot take."""
-    from relreason.data.config import ClrsDataConfig
-
     if not isinstance(cfg.data, ClrsDataConfig):
         raise RelreasonError(f"--graph applies to the graph algorithms; {cfg.task} is not one of them",
                              "evaluate this run without --graph")
@@ -109,8 +115,6 @@ def check_graphs(cfg, graphs: list[str]) -> None:
 
 def evaluated_graph(cfg, split: str, graph: str | None) -> str | None:
     """The canonical text of the graph family a split was drawn from (None: the benchmark's sampler)."""
-    from relreason.data.families import parse_graph
-
     if graph is None:
         graph_of = getattr(cfg.data, "graph_of", None)  # only graph algorithms' data configs have graphs
         graph = graph_of(split) if graph_of is not None else None
@@ -120,8 +124,6 @@ def evaluated_graph(cfg, split: str, graph: str | None) -> str | None:
 
 def _described(path: Path, cfg, workload, which: str) -> dict:
     """What an evaluation was of: checkpoint, model, task, split, metric."""
-    from relreason.models.catalog import model_label
-
     randomized = which == "val" and bool(getattr(cfg.model, "random_pos", False))
     return {"checkpoint": str(path), "model": cfg.model_name, "model_label": model_label(cfg.model_name, cfg.model),
             "task": cfg.task, "split": which,
@@ -141,9 +143,6 @@ def evaluate_checkpoint(target=None, *, ood: int | None = None, split: str | Non
     example evaluated with our answer (text runs; relreason.eval.text_score.AnsweredExample lines, what
     `relreason score` reads); `memory_check=False` evaluates `ood` without the memory estimate (module
     docstring). Returns the scores and what was evaluated (model, task, label, metric, checkpoint, graph)."""
-    from relreason.eval.text_score import answers_writer
-    from relreason.models.catalog import Family, find_model
-
     _check_request(split, ood, num, seed, batch_size)
     with open_checkpoint(target, device=device, runs_dir=runs_dir, overrides=overrides) as (path, cfg, workload):
         if dump is not None and find_model(cfg.model_name)[0] is not Family.TEXT:
@@ -176,8 +175,6 @@ def evaluate_grid(target=None, graphs: list[str | None] = ("clrs",), sizes: list
     seed, score, num, label per cell). `graphs` as `--graph` takes them ("clrs" is the benchmark's
     sampler; None: the run's own); a size None is the run's. Every size is checked, and (unless
     `memory_check=False`) its memory estimated, before the first cell is evaluated (module docstring)."""
-    from relreason.eval.grid import grid_rows
-
     for size in sizes:
         _check_request(split, size, num, seed, batch_size)
     with open_checkpoint(target, device=device, runs_dir=runs_dir, overrides=overrides) as (path, cfg, workload):
@@ -228,9 +225,6 @@ class SizePlan:
     @classmethod
     def make(cls, cfg, workload, graphs: list[str | None], sizes: list[int], num: int | None,
              seed: int | None, memory_check: bool = True) -> "SizePlan":
-        from relreason.eval.memory import free_memory, largest_fitting
-        from relreason.train.workloads import NarWorkload
-
         if not sizes or not isinstance(workload, NarWorkload):  # text workloads refuse --ood themselves
             return cls(workload, {})
         for graph in graphs:
@@ -261,8 +255,6 @@ class SizePlan:
         """The evaluation batch of a cell: `explicit` when given; None (the workload picks: the configured
         train.eval_batch_size, else its automatic batch) for cells without an estimate or with a configured
         batch; else the automatic batch capped by the samples the estimate lets fit."""
-        from relreason.train.workloads import _pick_batch
-
         if explicit is not None or self.workload.cfg.train.eval_batch_size is not None \
                 or (graph, size) not in self.estimates:
             return explicit
@@ -282,19 +274,13 @@ class SizePlan:
 def check_size(cfg, task, size: int, num: int | None, seed: int | None, graph: str | None) -> None:
     """Refuses a size a task's test split cannot be drawn at (below its algorithm's smallest graph or its
     family's, above the generator's largest), naming --ood, before anything is evaluated."""
-    from relreason.data.config import ClrsDataConfig, LobsterDataConfig
-
     if isinstance(cfg.data, ClrsDataConfig):
-        from relreason.data.generate import resolve_split
-
         family = graph if graph is not None else cfg.data.graph_of("test")
         try:
             resolve_split(task.algorithm, "test", size, num, seed, family)
         except RelreasonError as e:
             raise RelreasonError(f"--ood {size}: {e.message}", e.hint) from None
     elif isinstance(cfg.data, LobsterDataConfig):
-        from relreason.data.lobster import MAX_BACKBONE
-
         if size > MAX_BACKBONE:
             raise RelreasonError(f"--ood {size}: lobster backbones are at most {MAX_BACKBONE} long",
                                  f"use 2 <= size <= {MAX_BACKBONE}")
@@ -307,7 +293,6 @@ def split_num(cfg, task, num: int | None) -> int:
         return num
     if cfg.data.test_num is not None:
         return cfg.data.test_num
-    from relreason.data.algorithms import canonical_split
 
     return canonical_split(task.algorithm, "test").num
 
@@ -316,8 +301,6 @@ def footprint(cfg, workload, task_index: int, graph: str | None, largest: int):
     """How a run's model uses memory on one task's test graphs (`graph`: the family; None: the run's),
     measured on two small splits drawn into a temporary directory (relreason.eval.memory); on edge lists,
     scaled to the edges the family's graphs are expected to have (`GraphSpec.mean_degree`)."""
-    from relreason.eval.memory import PROBE_MAX, PROBE_MIN, PROBE_NUM, PROBE_SEED, Footprint
-
     task = workload.tasks[task_index]
     net = workload.built.net(task.name)
     proc = net.processor
@@ -339,9 +322,6 @@ def footprint(cfg, workload, task_index: int, graph: str | None, largest: int):
 def test_family(cfg, graph: str | None):
     """The graph family (relreason.data.families.GraphSpec) of a run's test graphs, `graph` when given;
     None for the benchmark's sampler and for tasks without graph families."""
-    from relreason.data.config import ClrsDataConfig
-    from relreason.data.families import parse_graph
-
     if not isinstance(cfg.data, ClrsDataConfig):
         return None
     family = graph if graph is not None else cfg.data.graph_of("test")
@@ -350,11 +330,8 @@ def test_family(cfg, graph: str | None):
 
 def smallest_size(cfg, task, graph: str | None) -> int:
     """The smallest test size of a task: its algorithm's smallest graph and its family's (2 otherwise)."""
-    from relreason.data.config import ClrsDataConfig
-
     if not isinstance(cfg.data, ClrsDataConfig):
         return 2
-    from relreason.data.algorithms import ALGORITHMS
 
     spec = test_family(cfg, graph)
     return max(ALGORITHMS.get(task.algorithm).min_size, spec.min_size() if spec is not None else 2)

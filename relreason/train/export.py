@@ -7,10 +7,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import yaml
+
 from relreason.errors import RelreasonError
+from relreason.eval.metric_kinds import resolve_metric
 from relreason.eval.report import render, score_rows
+from relreason.eval.text_score import text_table
 from relreason.rundir import CHECKPOINT_CONFIG, WEIGHTS, RunDir, RunResults, check_no_links
 from relreason.rundir import read_results as read_results_file
+from relreason.tasks import METRIC_LABELS, feature_measure
+from relreason.train.checkpoint import verify_checkpoint
 
 FORMATS = ("md", "csv", "json", "latex")
 HUB_CARD = "README.md"  # the Hub reads a model repository's card, and its YAML metadata, from README.md
@@ -30,7 +36,6 @@ def read_results(run_dir: Path) -> RunResults:
 def results_table(run_dir: Path, fmt: str) -> str:
     if fmt not in FORMATS:
         raise RelreasonError(f"unknown results format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
-    from relreason.tasks import METRIC_LABELS
 
     res = read_results(run_dir)
     rows, columns = result_table(run_scores(res))
@@ -51,10 +56,7 @@ def result_table(scores: dict) -> tuple[list[dict], list[str]]:
     (relreason.tasks.feature_measure); for text tasks, per (algorithm, size) with TransNAR's shape, parse and
     CLRS scores. `scores`: an evaluation, or a run's test with its "task" and "metric" (`run_scores`)."""
     if scores.get("metric") == "text_clrs":
-        from relreason.eval.text_score import text_table
-
         return text_table(scores)
-    from relreason.tasks import feature_measure
 
     return score_rows(scores, scores.get("task"), feature_measure), ["feature", "score", "measure"]
 
@@ -74,8 +76,6 @@ def export_bundle(run_dir: Path, out_dir: Path | None = None, hub: bool = False)
     `hub`: the Hugging Face model repository layout instead, the card as README.md with its YAML metadata
     (`hub_card`). The checkpoint is checked first (its config valid, its weights readable and finite): a
     damaged one is refused, never exported. The folder appears whole or not at all (written beside, renamed)."""
-    from relreason.train.checkpoint import verify_checkpoint
-
     run_dir = Path(run_dir)
     check_no_links(run_dir)
     res = read_results(run_dir)
@@ -103,8 +103,6 @@ def export_bundle(run_dir: Path, out_dir: Path | None = None, hub: bool = False)
 
 
 def model_card(res: RunResults) -> str:
-    from relreason.tasks import METRIC_LABELS
-
     metric = _metric(res)
     table = render(*result_table(run_scores(res)), "md")
     label = res.test_label or f"test, n={res.test_size}"
@@ -129,8 +127,6 @@ def model_card(res: RunResults) -> str:
 def hub_metadata(res: RunResults, name: str) -> dict:
     """The YAML header of a Hub model card: library_name, tags (the field's, the model's, the tasks'),
     datasets, metrics and the test score in the Hub's model-index format (percent for percent metrics)."""
-    from relreason.eval.metric_kinds import resolve_metric
-
     metric = resolve_metric(_metric(res), res.lower_is_better, res.task)
     tasks = res.tasks or [res.task]
     value = res.test.score * 100 if metric.percent else res.test.score
@@ -147,8 +143,6 @@ def hub_metadata(res: RunResults, name: str) -> dict:
 def hub_card(res: RunResults, name: str) -> str:
     """A Hub model card: the YAML metadata (hub_metadata), then the bundle's model card with the protocol
     line (recipe and its deviation from the paper), the plugins needed, and how to load the weights."""
-    import yaml
-
     header = yaml.safe_dump(hub_metadata(res, name), sort_keys=False, allow_unicode=True)
     protocol = (f"**Protocol:** recipe `{res.recipe}`" if res.recipe else "**Protocol:** configured in Python") + (
         ", the paper's protocol as that recipe states it (no deviation recorded).\n" if not res.deviation else

@@ -47,7 +47,9 @@ from relreason.models.precision import set_tf32
 from relreason.runtime import RunLock, keep_freed_memory
 from relreason.tracking import RunAbout, check_trackers
 from relreason.train.claim import claim
+from relreason.train.distributed import Distributed
 from relreason.train.session import RunResult, Session
+from relreason.train.workloads import build_workload
 
 
 def default_run_name(cfg: Config) -> str:
@@ -71,9 +73,6 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
     `about`: the run's name, group and job type as trackers show them (a cell's; by default the run's name).
     `resume_hint`: what continues the run when it is interrupted (a study's cell: the study's command; by
     default `--name NAME --resume`)."""
-    from relreason.train.distributed import Distributed
-    from relreason.train.workloads import build_workload
-
     log = log or (lambda msg: print(msg, file=sys.stderr))
     check_trackers(cfg.train.log)  # a missing tracker package fails before anything is claimed
     if name is not None:

@@ -37,6 +37,7 @@ from pathlib import Path
 from relreason.config import Config
 from relreason.errors import RelreasonError
 from relreason.runtime import RunLock
+from relreason.train.distributed import available_cores
 from relreason.train.seed_group import SeedGroup, claimed_sessions, train_and_test
 
 
@@ -78,8 +79,6 @@ def train_pack(members: list[Config], run_dirs: list[Path], resume: list[bool], 
     Raises:
         RelreasonError: no cells, repeated run directories or cells on different devices; a directory that
             exists (without resume); a cell whose step cannot be captured (train.cuda_graph)."""
-    from relreason.train.distributed import available_cores
-
     if not members or len(members) != len(run_dirs) or len(resume) != len(members):
         raise RelreasonError(f"a pack needs one run directory and resume flag per cell (got {len(members)} cells, "
                              f"{len(run_dirs)} directories, {len(resume)} flags)", "give one of each per cell")

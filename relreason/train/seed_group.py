@@ -50,16 +50,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch.func import functional_call
 
 from relreason.config import Config
 from relreason.errors import RelreasonError
+from relreason.models.batch import Batch
+from relreason.models.config import SparseMode
+from relreason.models.kernels import plain_autograd
 from relreason.models.noise import Noise
 from relreason.models.precision import set_tf32
+from relreason.protocol import setting_identity
 from relreason.runtime import RunLock, keep_freed_memory, progress
+from relreason.tracking import check_trackers
+from relreason.train import cuda_graphs  # called through the module: tests replace CapturedStep there
 from relreason.train.claim import claim
+from relreason.train.distributed import Distributed
 from relreason.train.loop import check_run_name, default_run_name
 from relreason.train.session import Session
 from relreason.train.stop_requests import StopRequests
+from relreason.train.workloads import NarWorkload, build_workload
 
 
 class Strategy(str, enum.Enum):
@@ -114,9 +123,6 @@ def seed_configs(cfg: Config, seeds: list[int]) -> list[Config]:
 
 def vmap_problems(cfg: Config, workload, world: int = 1) -> list[str]:
     """Why a member cannot take part in the vmapped step ([] when it can)."""
-    from relreason.models.config import SparseMode
-    from relreason.train.workloads import NarWorkload
-
     out = []
     if not isinstance(workload, NarWorkload):
         out.append(f"{cfg.model_name} is not a graph (NAR) model")
@@ -168,8 +174,6 @@ def train_members(members: list[Config], run_dirs: list[Path], resume: list[bool
     relreason/studies/costs.json). `abouts`: each member's RunAbout for its trackers (a cell's label, study
     and variant), as `relreason.train.run`'s `about`. `resume_hint`: what continues the group when it is
     interrupted (a study's: its command)."""
-    from relreason.protocol import setting_identity
-
     strategy = Strategy(strategy)
     if len({json.dumps(setting_identity(c.to_dict()), sort_keys=True) for c in members}) > 1:
         raise RelreasonError("a seed group's members must differ in their seed alone",
@@ -213,10 +217,6 @@ def claimed_sessions(members: list[Config], run_dirs: list[Path], resume: list[b
     `Session` in one process, and yields (sessions, dd); closes their trackers and workloads on the way out.
     `what` names the group in errors ("a seed group", "a pack"); `before_build(dd)` may adjust the configs
     once the device is known. Shared by seed groups and packs (relreason.train.pack)."""
-    from relreason.tracking import check_trackers
-    from relreason.train.distributed import Distributed
-    from relreason.train.workloads import build_workload
-
     log = log or _stderr
     for c in members:
         check_trackers(c.train.log)  # a missing tracker package fails before anything is claimed
@@ -282,11 +282,9 @@ class SeedGroup:
         self._captured: dict[tuple, object] = {}  # (member ids) -> its CapturedStep
         self.device = device = next(sessions[0].wl.model.parameters()).device
         if self.REPLAY == "cuda":
-            from relreason.train.cuda_graphs import check_capturable
-
             for s in sessions:
                 if self._captures(s):
-                    check_capturable(s.cfg, s.dd.device, s.dd.world, s.wl)
+                    cuda_graphs.check_capturable(s.cfg, s.dd.device, s.dd.world, s.wl)
         self.streams = {id(s): torch.cuda.Stream(device) for s in sessions} \
             if device.type == "cuda" and not use_vmap and len(sessions) > 1 else {}
 
@@ -312,14 +310,12 @@ class SeedGroup:
         key = tuple(id(s) for s in members)
         if key not in self._captured:
             if self.use_vmap:
-                from relreason.train.cuda_graphs import CapturedStep
-
                 models = [s.wl.model for s in members]
 
                 def loss_fn(stacked, noises):
                     return stacked_losses(models, spec, stacked, noises)
                 params = [p for m in models for p in m.parameters()]
-                self._captured[key] = CapturedStep(loss_fn, params, self.device, self.REPLAY, grouped=True)
+                self._captured[key] = cuda_graphs.CapturedStep(loss_fn, params, self.device, self.REPLAY, grouped=True)
             else:
                 self._captured[key] = members[0].captured_step(self.REPLAY)
         return self._captured[key]
@@ -430,11 +426,6 @@ def vmapped_losses(models: list, parts: list) -> torch.Tensor:
 def stacked_losses(models: list, spec, batches: dict, noises: list) -> torch.Tensor:
     """`vmapped_losses` of batches already stacked (`stack_batches`) with the members' noises: what a captured
     group step replays (relreason.train.cuda_graphs, `grouped`), its input tensors the stacked ones."""
-    from torch.func import functional_call
-
-    from relreason.models.batch import Batch
-    from relreason.models.kernels import plain_autograd
-
     template = models[0]
     names = [n for n, _ in template.named_parameters()]
     params = {n: torch.stack([dict(m.named_parameters())[n] for m in models]) for n in names}  # (K, ...)

@@ -33,14 +33,17 @@ from relreason.errors import RelreasonError
 from relreason.models.precision import autocast
 from relreason.rundir import (DivergedRow, ResumeRow, RunDir, RunRecord, RunResults, TestRow, TestScores,
                               ValidationRow)
+from relreason.data.specs import spec_hash
 from relreason.runtime import bars_enabled, code_record, hardware, progress
 from relreason.schedules import learning_rate
 from relreason.tracking import NullTracker, RunAbout, open_trackers, scalar_tags
 from relreason.train import checkpoint as ckpt
+from relreason.train.cuda_graphs import CapturedStep, captured_loss, check_capturable
 from relreason.train.metrics_file import append_row, truncate_metrics
 from relreason.train.optimizer import adam, clip_grad_norm
 from relreason.train.resume import config_diff, lowered_deviation, resume_refusals, stored_config
 from relreason.train.stop_requests import StopRequests
+from relreason.train.workloads import Shard
 
 
 @dataclass
@@ -158,8 +161,6 @@ class Session:
                              self.opt if with_optimizer else None, dict(self.state) if with_optimizer else None)
 
     def _spec_hash(self) -> str:
-        from relreason.data.specs import spec_hash
-
         specs = getattr(getattr(self.wl, "built", None), "specs", None)
         if not specs:
             return getattr(self.wl, "spec_hash", "")
@@ -174,7 +175,6 @@ class Session:
         with progress(self.wl.eval_total(split), desc, unit="ex", disable=not self.show_progress) as bar:
             if dd.world == 1:
                 return self.wl.evaluate(split, on_examples=bar.update, draw=draw)
-            from relreason.train.workloads import Shard
 
             return self.wl.evaluate(split, on_examples=lambda k: bar.update(k * dd.world),  # rank 0's share
                                     shard=Shard(dd.rank, dd.world, dd.gather), draw=draw)
@@ -253,8 +253,6 @@ class Session:
 
     def captured_step(self, replay: str = "cuda"):
         """The step as CUDA graphs (train.cuda_graph; relreason.train.cuda_graphs), refused where it cannot be."""
-        from relreason.train.cuda_graphs import CapturedStep, captured_loss, check_capturable
-
         if replay == "cuda":
             check_capturable(self.cfg, self.dd.device, self.dd.world, self.wl)
         model = self.wl.model

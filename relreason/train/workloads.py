@@ -38,11 +38,21 @@ import torch
 from torch import nn
 
 from relreason.config import Config, DataStream
+from relreason.data.algorithms import ALGORITHMS, canonical_split
 from relreason.data.config import DataOrder, ValidationDraw
+from relreason.data.samplers import takes_option
+from relreason.data.stream import MultiPrefetcher, TrainingStream
 from relreason.errors import RelreasonError
+from relreason.eval import evaluate as scoring  # called through the module: tests replace score_dataset there
+from relreason.eval import memory  # called through the module: tests replace free_memory there
+from relreason.models.batch import Batch
+from relreason.models.build import build_nar
+from relreason.models.catalog import find_model
+from relreason.models.noise import Noise
 from relreason.registry import Registry
 from relreason.seeds import FIXED_ORDER_KEY, Purpose, derive_seed
 from relreason.tasks import METRIC_LABELS, task_entries
+from relreason.train.distributed import count_normalizer
 
 
 class Workload(abc.ABC):
@@ -95,8 +105,6 @@ class Shard:
 
 
 def build_workload(cfg: Config, device: torch.device) -> Workload:
-    from relreason.models.catalog import find_model
-
     family, _ = find_model(cfg.model_name)
     return WORKLOADS.get(family.value)(cfg, device)
 
@@ -143,8 +151,6 @@ def validation_resample(seed: int, task_index: int, draw: int, n: int) -> np.nda
 def step_noise(seed: int, step: int, task_index: int, rows: np.ndarray | None, batch_size: int):
     """The noise of one training update (random positions, teacher forcing, Gumbel noise, dropout),
     drawn for the global batch of `batch_size`; `rows` are this process's rows of it (None: all)."""
-    from relreason.models.noise import Noise
-
     base = derive_seed(seed, Purpose.NOISE, step, task_index)
     return Noise.whole(base, batch_size) if rows is None else Noise(base, torch.as_tensor(rows), batch_size)
 
@@ -168,8 +174,6 @@ class NarWorkload(Workload):
     supports_distributed = True
 
     def __init__(self, cfg: Config, device: torch.device):
-        from relreason.models.build import build_nar
-
         self.cfg, self.device = cfg, device
         self.built = build_nar(cfg, task_entries(cfg.task), device)
         self.model = self.built.model
@@ -198,8 +202,6 @@ class NarWorkload(Workload):
     # training ----------------------------------------------------------------------------------
 
     def step_batches(self, step: int, rank: int = 0, world: int = 1) -> list[NarPart]:
-        from relreason.models.batch import Batch
-
         t = self.cfg.train
         if self._train is None:
             self._training_data()
@@ -223,8 +225,6 @@ class NarWorkload(Workload):
         return parts
 
     def loss(self, module: nn.Module, part: NarPart, step: int) -> tuple[torch.Tensor, dict[str, float]]:
-        from relreason.train.distributed import count_normalizer
-
         i, batch, noise, world, idle = part
         task = self.tasks[i].name
         static = self.cfg.train.static_step  # the shape-static step (relreason.models.net.Net._forward_static)
@@ -267,8 +267,6 @@ class NarWorkload(Workload):
     def evaluate(self, split: str, on_examples=None, *, size: int | None = None, num: int | None = None,
                  seed: int | None = None, batch_size: int | None = None, sizes: list[int] | None = None,
                  shard: Shard | None = None, graph: str | None = None, draw: int | None = None) -> dict:
-        from relreason.eval.evaluate import score_dataset
-
         if sizes is not None:
             raise RelreasonError("--sizes applies to text tasks", "for graph tasks test at another size with --ood N")
 
@@ -287,7 +285,7 @@ class NarWorkload(Workload):
             size_of_batch = _pick_batch(batch_size, self.cfg.train.eval_batch_size, net, ds)
             if shard is not None:  # every rank must cut the split into the same batches
                 size_of_batch = min(shard.gather(size_of_batch))
-            scorer = score_dataset(net, ds, spec, self.cfg.model, self.device, size_of_batch, on_examples,
+            scorer = scoring.score_dataset(net, ds, spec, self.cfg.model, self.device, size_of_batch, on_examples,
                                    task.scorer(spec), gen, (shard.rank, shard.world) if shard else (0, 1))
             if shard is not None:
                 states = shard.gather(scorer.state())
@@ -349,15 +347,14 @@ def _pick_batch(explicit: int | None, configured: int | None, net: nn.Module, ds
         return explicit
     if configured is not None:
         return configured
-    from relreason.eval.memory import EVAL_MAX_BATCH, EVAL_MEMORY_FRACTION, free_memory
 
     proc = getattr(net, "processor", None)
     width = max(getattr(net.cfg, "hidden", 128), getattr(proc, "node_dim", 0), getattr(proc, "edge_dim", 0))
     per_sample = ds.n * ds.n * width * 4 * EVAL_LIVE_PAIR_TENSORS
     device = next((p.device for p in net.parameters()), torch.device("cpu"))
-    free, _host = free_memory(device)
-    fits = int(free * EVAL_MEMORY_FRACTION // max(per_sample, 1))
-    return max(1, min(EVAL_MAX_BATCH, fits))
+    free, _host = memory.free_memory(device)
+    fits = int(free * memory.EVAL_MEMORY_FRACTION // max(per_sample, 1))
+    return max(1, min(memory.EVAL_MAX_BATCH, fits))
 
 
 IBARZ_VAL_MULTIPLIER = 2  # run.py validates on 32 x 2 x the benchmark multiplier samples
@@ -367,10 +364,6 @@ def ibarz_validation(cfg: Config, task: str, task_index: int):
     """The validation set of the Ibarz et al. protocol: drawn like training (random edge densities and
     needle lengths) at `data.val_size` nodes (string matchers: haystack + needle at the stream's
     string size, because run.py's 16 nodes cannot hold a needle of 8), 64 x multiplier samples."""
-    from relreason.data.algorithms import ALGORITHMS, canonical_split
-    from relreason.data.samplers import takes_option
-    from relreason.data.stream import TrainingStream
-
     num = cfg.data.val_num if cfg.data.val_num is not None else \
         IBARZ_VAL_MULTIPLIER * canonical_split(task, "val").num
     needle = takes_option(ALGORITHMS.get(task).sample, "length_needle")  # the string matchers
@@ -386,8 +379,6 @@ class IbarzData:
     (relreason.data.stream), started at the first step asked for (the step a run resumes at)."""
 
     def __init__(self, cfg: Config, tasks: list[str], workers: int = 1):
-        from relreason.data.stream import TrainingStream
-
         t = cfg.train
         self.streams = [TrainingStream(name, stream_seed(t.seed, i, data_order(cfg)), t.batch_size,
                                        tuple(cfg.data.stream_sizes)) for i, name in enumerate(tasks)]
@@ -398,8 +389,6 @@ class IbarzData:
         self._step, self._batches = None, ()
 
     def batches(self, step: int, rows=None) -> tuple:
-        from relreason.data.stream import MultiPrefetcher
-
         if self._step != step:
             if self._prefetcher is None:
                 self._prefetcher = MultiPrefetcher(self.streams, start_step=step, rows=rows,

@@ -24,6 +24,7 @@ import numpy as np
 
 from relreason import __version__
 from relreason.data.algorithms import ALGORITHMS
+from relreason.data.store import atomic_path
 from relreason.data.text.presets import DEFAULT_PRESET, TextPiece, text_split
 from relreason.data.text.streams import CHUNK, DECIMALS, TextBatch, check_stream, text_batches
 from relreason.errors import RelreasonError, write_error
@@ -176,8 +177,6 @@ def write_text_split(request: TextSplitRequest, out_dir, force: bool = False,
     """Writes a split as JSONL lines {"id", "question", "answer", "algorithm", "length"} (`ExampleId`),
     streamed and atomic (the file and its metadata appear only when complete). `on_examples(k)` after each
     batch (progress)."""
-    from relreason.data.store import atomic_path
-
     path = text_path(out_dir, request.algorithm, request.name, request.hints)
     if path.exists() and not force:
         raise RelreasonError(f"{path} already exists", "pass --force to overwrite it")

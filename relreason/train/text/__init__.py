@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 
 from relreason.config import Config
+from relreason.models.text import TransNARModelConfig
 from relreason.train.text.batches import text_generator
 from relreason.train.text.transnar import TransNARWorkload
 from relreason.train.text.workload import TextWorkload
@@ -34,8 +35,6 @@ __all__ = ["TextWorkload", "TransNARWorkload", "build_text_workload", "text_gene
 
 
 def build_text_workload(cfg: Config, device: torch.device) -> TextWorkload:
-    from relreason.models.text import TransNARModelConfig
-
     cls = TransNARWorkload if isinstance(cfg.model, TransNARModelConfig) else TextWorkload
     return cls(cfg, device)
 

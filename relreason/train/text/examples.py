@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from relreason.data.algorithms import ALGORITHMS
+from relreason.data.generate import run_samples
 from relreason.data.text import DECIMALS, ExampleId, check_stream, draw_sample, render_dataset
 
 
@@ -88,9 +90,6 @@ class ExamplePool:
 
     def render(self, indices: np.ndarray) -> Rendered:
         """Runs and renders the examples `indices` (flat), keeping their order."""
-        from relreason.data.algorithms import ALGORITHMS
-        from relreason.data.generate import run_samples
-
         indices = np.asarray(indices)
         which = np.searchsorted(self.offsets, indices, side="right") - 1  # group of each row
         questions: list[str] = [""] * len(indices)

@@ -12,15 +12,21 @@ workload fails naming the algorithms it lacks.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
+from relreason.config import config_from_dict
 from relreason.errors import RelreasonError
+from relreason.models.batch import Batch
+from relreason.models.build import build_nar
+from relreason.models.text import TextTransformer, TransNAR
 from relreason.rundir import CHECKPOINT_CONFIG
 from relreason.tasks import task_entries
+from relreason.train import checkpoint as ckpt
 from relreason.train.text.examples import Rendered
 from relreason.train.text.workload import TextWorkload
 
@@ -44,8 +50,6 @@ class FrozenNar(nn.Module):
 
 def concat_batches(batches: list) -> object:
     """Batches of one spec and node count, concatenated; hints zero-padded in time to the longest."""
-    from dataclasses import replace
-
     if len(batches) == 1:
         return batches[0]
     t = max(b.max_length for b in batches)
@@ -65,10 +69,6 @@ class TransNARWorkload(TextWorkload):
     """TransNAR: the text transformer reading a frozen NAR run on the graph form of the same examples."""
 
     def _prepare(self) -> None:
-        from relreason.config import config_from_dict
-        from relreason.models.build import build_nar
-        from relreason.train import checkpoint as ckpt
-
         m = self.cfg.model
         self.nar_built = None
         if not m.use_nar:
@@ -100,8 +100,6 @@ class TransNARWorkload(TextWorkload):
         self.node_dim, self.edge_dim = processor.node_dim, processor.edge_dim
 
     def _build_model(self) -> nn.Module:
-        from relreason.models.text import TextTransformer, TransNAR
-
         m = self.cfg.model
         if self.nar_built is None:  # use_nar false: the text transformer alone, initialised identically
             return TextTransformer(m.text_config())
@@ -119,8 +117,6 @@ class TransNARWorkload(TextWorkload):
     def nar_embeddings(self, batch: Rendered, pad_to: int | None = None) -> dict:
         """The frozen NAR's final node (B, N, Dn) and edge (B, N, N, De) states on the batch's graph form,
         graphs padded to the largest (or `pad_to`) nodes, and the node mask (B, N)."""
-        from relreason.models.batch import Batch
-
         b = len(batch)
         n = max(max(p.dataset.n for p in batch.graphs), pad_to or 0)
         nodes = torch.zeros(b, n, self.node_dim, device=self.device)

@@ -13,13 +13,16 @@ import torch
 from torch import nn
 
 from relreason.config import Config
+from relreason.data.algorithms import SPECS
+from relreason.data.specs import spec_hash
 from relreason.data.text import TextScore, score_answer
 from relreason.errors import RelreasonError
+from relreason.eval.text_score import AnsweredExample, summarize_text_scores
 from relreason.models.build import check_model_memory
+from relreason.models.text import TextTransformer
 from relreason.seeds import Purpose, derive_seed
 from relreason.tasks import task_entries, text_pieces
 from relreason.train.text.batches import TextChunk, TextPart, length_chunks, text_generator
-from relreason.eval.text_score import AnsweredExample, summarize_text_scores
 from relreason.train.text.evaluation import SPLIT_KEYS, decode, eval_generator, eval_rows
 from relreason.train.text.examples import ExamplePool, Rendered
 from relreason.train.workloads import Workload
@@ -32,9 +35,6 @@ class TextWorkload(Workload):
     lower_is_better = False
 
     def __init__(self, cfg: Config, device: torch.device):
-        from relreason.data.algorithms import SPECS
-        from relreason.data.specs import spec_hash
-
         self.cfg, self.device = cfg, device
         self.tasks = task_entries(cfg.task)
         self.algorithms = [t.algorithm for t in self.tasks]
@@ -54,8 +54,6 @@ class TextWorkload(Workload):
         """Whatever the model needs before it is built (TransNAR: the NAR)."""
 
     def _build_model(self) -> nn.Module:
-        from relreason.models.text import TextTransformer
-
         return TextTransformer(self.cfg.model.text_config())
 
     def _inputs(self, batch: Rendered) -> dict:
