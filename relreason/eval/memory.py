@@ -78,7 +78,7 @@ from relreason.errors import RelreasonError
 from relreason.models import kernels
 from relreason.models.batch import Batch
 from relreason.models.config import SparseMode
-from relreason.runtime import available_memory
+from relreason import runtime  # runtime.available_memory read on use: the seam tests replace
 
 EVAL_MEMORY_FRACTION = 0.25  # of the available memory, for one evaluation batch (the rest: allocator, split, OS)
 EVAL_MAX_BATCH = 64  # beyond this a larger batch is no faster on CPU
@@ -234,7 +234,7 @@ def _exponent(lo: float, hi: float, n_lo: int, n_hi: int, bounds: tuple[float, f
 
 def free_memory(device: torch.device) -> tuple[int, int]:
     """(bytes free on the device, bytes available on the host): CUDA's free memory, or the host's twice."""
-    host = available_memory()
+    host = runtime.available_memory()
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
         return int(free), host

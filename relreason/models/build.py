@@ -26,7 +26,7 @@ from relreason.models.batch import prepare_spec
 from relreason.models.multitask import MultiNet
 from relreason.models.net import build_model
 from relreason.models.processors import PROCESSORS
-from relreason.runtime import available_memory
+from relreason import runtime  # runtime.available_memory read on use: the seam tests replace
 
 
 def resolve_device(name: str) -> torch.device:
@@ -100,7 +100,7 @@ def memory_limit(device: torch.device) -> int:
     if device.type == "cuda":
         return torch.cuda.mem_get_info(device)[0]
 
-    return available_memory()
+    return runtime.available_memory()
 
 
 def check_model_memory(cfg, build, device: torch.device, limit: int | None = None) -> None:
