@@ -104,8 +104,8 @@ TABLES.register("rt-lobster", Study(
     "rt-lobster", "RT paper: end-to-end shortest-path distance on lobster graphs (relative loss, lower is better)",
     (Variant("rt", "rt", recipe="lobster_rt"), Variant("gat", "gat", recipe="lobster_gat"),
      Variant("gcn", "gcn", recipe="lobster_gcn")), tasks="lobster",
-    source=f"{RT_PAPER}, the lobster experiment (30 layers, 20 seeds; its figures as /shared reference notes record "
-           "them)",
+    source=f"{RT_PAPER}, the lobster experiment (30 layers, 20 seeds; the figures as this project's reference notes "
+           "record them: the paper's table number was not re-read here)",
     figures={(label, "lobster"): Published(loss, None, RT_SEEDS, Spread.STD) for label, loss in RT_LOBSTER.items()},
     layout="protocol", margin=RT_LOBSTER_MARGIN,
     note="the RT at its Table 6 values (relreason/recipes/lobster_rt.yaml); the paper states neither batch size nor "
