@@ -96,7 +96,8 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
                                          "run it in one process (without torchrun)")
                 session = Session(cfg, run_dir, workload, command, log, show_progress, dd)
                 session.about = about
-                session.resume_hint = resume_hint or session.resume_hint
+                if resume_hint is not None:  # a study's cell: the study's command (default: --name NAME --resume)
+                    session.resume_hint = resume_hint
                 session.open(resume)
                 interrupted = session.train()
                 result = session.result(interrupted)
