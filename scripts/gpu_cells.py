@@ -256,7 +256,7 @@ def packed_throughput(base, ks: list[int], steps: int, warmup: int, tf32: bool, 
         with tempfile.TemporaryDirectory() as d, \
                 claimed_sessions(cfgs, [Path(d) / f"c{i}" for i in range(k)], [False] * k, None, log, None, None,
                                  "a measured pack") as (sessions, dd):
-            group = SeedGroup(sessions, use_vmap=False, label=f"measure K={k}")
+            group = SeedGroup(sessions, use_vmap=False, label=f"measure K={k}", eval_threads=k)
             for s in sessions:
                 s.wl.model.train()
                 s.wl.stream_workers = stream_workers(k, available_cores())  # as train_pack shares the cores
@@ -289,13 +289,36 @@ def packed_throughput(base, ks: list[int], steps: int, warmup: int, tf32: bool, 
                          "tf32": tf32, "steps": n, "captured": base.train.cuda_graph,
                          "examples_per_s": k * B * n / timed if timed else None,
                          "tflops_per_s": flops * k * n / timed / 1e12 if timed else None,
-                         "data_wait": data_s / timed if timed else None})
+                         "data_wait": data_s / timed if timed else None, **validation_rates(group, dd)})
             log(f"measured {base.model_name} K={k} tf32={tf32}: {rows[-1]['examples_per_s']} ex/s")
     for r in rows:  # against one captured cell (K = 1, same precision)
         one = next((x for x in rows if x["cells"] == 1 and x["tf32"] == r["tf32"]), None)
         r["vs_one_cell"] = r["examples_per_s"] / one["examples_per_s"] if one and one["examples_per_s"] and \
             r["examples_per_s"] else None
     return rows
+
+
+def validation_rates(group, dd) -> dict:
+    """Validation examples/s of the group's K cells one after another and side by side (each in its thread and
+    on its stream: relreason.train.seed_group.SeedGroup.side_by_side), each timed after one untimed round."""
+    sessions = group.sessions
+    if len(sessions) < 2:
+        return {"val_serial": None, "val_side_by_side": None}
+    examples = sum(s.wl.eval_total("val") for s in sessions)  # the splits loaded before the clock
+    out, threads = {}, group.eval_threads
+    for name, at_once in (("val_serial", 1), ("val_side_by_side", threads)):
+        group.eval_threads = at_once
+        for timed in (False, True):
+            if dd.device.type == "cuda":
+                torch.cuda.synchronize(dd.device)
+            t0 = time.perf_counter()
+            group.side_by_side(sessions, lambda s: s.evaluate("val", "validation", draw=0))
+            if dd.device.type == "cuda":
+                torch.cuda.synchronize(dd.device)
+            if timed:
+                out[name] = examples / (time.perf_counter() - t0)
+    group.eval_threads = threads
+    return out
 
 
 def measure(device, quick: bool, steps: int, sets: list[str], log) -> list[dict]:
@@ -323,13 +346,16 @@ def summary(report: dict) -> str:
              f"{len(report['parked'])} parked; the device waited for data "
              f"{100 * (report['data_wait'] or 0):.1f}% of the step time.", ""]
     if report.get("measure"):
-        lines += ["Packed cells (relreason.train.pack; no validation):", "",
-                  "| model | recipe | batch | cells K | TF32 | captured | examples/s | vs one cell | TFLOP/s | data wait |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += ["Packed cells (relreason.train.pack; training steps, then one validation of every cell: one "
+                  "after another and side by side, validation examples/s):", "",
+                  "| model | recipe | batch | cells K | TF32 | captured | examples/s | vs one cell | TFLOP/s | data wait "
+                  "| validation, one after another | validation, side by side |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in report["measure"] if isinstance(report["measure"], list) else []:
             lines.append(f"| {r['model']} | {r['recipe']} | {r['batch']} | {r['cells']} | {r['tf32']} | {r['captured']} | "
                          f"{_num(r['examples_per_s'], 1)} | {_num(r['vs_one_cell'], 2)} | {_num(r['tflops_per_s'], 3, 'g')} | "
-                         f"{_num(r['data_wait'], 3)} |")
+                         f"{_num(r['data_wait'], 3)} | {_num(r.get('val_serial'), 1)} | "
+                         f"{_num(r.get('val_side_by_side'), 1)} |")
         lines.append("")
     lines += ["| cell | status |", "|---|---|"] + [f"| {k} | {v} |" for k, v in report["cells"].items()]
     if report["obsolete_parked"]:

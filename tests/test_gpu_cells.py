@@ -57,6 +57,9 @@ def test_a_stopped_pack_parks_its_cells_and_the_next_run_finishes_them(tmp_path,
     assert 0 <= report["data_wait"] < 1 and report["step_seconds"] > 0
     assert [(r["cells"], r["tf32"]) for r in report["measure"]] == [(1, False), (2, False)]
     assert all(r["examples_per_s"] > 0 and r["tflops_per_s"] > 0 for r in report["measure"])
+    assert [(r["val_serial"] is None, r["val_side_by_side"] is None) for r in report["measure"]] == \
+        [(True, True), (False, False)]  # K = 2: both validations measured
+    assert all(r["val_serial"] > 0 and r["val_side_by_side"] > 0 for r in report["measure"][1:])
     with tarfile.open(tmp_path / "out1" / "results.tar") as tar:
         names = tar.getnames()
         tar.extractall(results, filter="data")  # what a session commits

@@ -110,6 +110,7 @@ class Scorer:
 
     def state(self) -> dict:
         """The accumulated statistics (picklable), for `merge` into another scorer of the same spec."""
+        self._read()
         return {"outputs": self._outputs, "hints": self._hints, "running": self._running}
 
     def merge(self, state: dict) -> None:
@@ -134,22 +135,39 @@ class Scorer:
             stats = _stats(f, preds[f.name], self._truth(batch.outputs, f), valid, keep_time=False)
             acc = self._outputs[f.name]
             for k, v in stats.items():
-                acc.setdefault(k, []).append(float(v))
+                acc.setdefault(k, []).append(v)  # a 0-d float64 tensor, on the device until `_read`
         hint_feats = [f for f in self.hint_features if f.name in preds]
         if not hint_feats:
             return
         steps = min(preds[hint_feats[0].name].shape[1], batch.max_length - 1)
         running = batch.lengths[:, None] > torch.arange(1, steps + 1, device=batch.device)[None, :]  # (B, steps)
-        self._running.append(running.sum(0).cpu().numpy().astype(np.float64))
+        self._running.append(running.sum(0).double())  # (steps,), on the device until `_read`
         truths = {k: v[:, 1:steps + 1] for k, v in batch.hints.items()}
         for f in hint_feats:
             valid = element_mask(f, running, batch.node_mask)
             stats = _stats(f, preds[f.name][:, :steps], self._truth(truths, f), valid, keep_time=True)
             acc = self._hints[f.name]
             for k, v in stats.items():
-                acc.setdefault(k, []).append(v.cpu().numpy())
+                acc.setdefault(k, []).append(v)  # (steps,) float64, on the device until `_read`
+
+    def _read(self) -> None:
+        """Reads the statistics `update` kept on the device back to the host in one copy: `update` reads
+        nothing back, so a split costs one wait for the device, not one per batch and statistic (on a GPU,
+        where each read waits for every kernel launched before it). The values are the same float64 numbers."""
+        lists = [v for stats in (*self._outputs.values(), *self._hints.values()) for v in stats.values()]
+        pending = [(values, i, t) for values in [*lists, self._running] for i, t in enumerate(values)
+                   if isinstance(t, torch.Tensor)]
+        if not pending:
+            return
+        flat = torch.cat([t.reshape(-1) for *_, t in pending]).cpu().numpy()  # float64 (every statistic is)
+        at = 0
+        for values, i, t in pending:
+            part = flat[at:at + t.numel()]
+            at += t.numel()
+            values[i] = float(part[0]) if t.dim() == 0 else part.copy()
 
     def result(self) -> Scores:
+        self._read()
         outputs = {}
         for f in self.output_features:
             acc = {k: math.fsum(v) for k, v in self._outputs[f.name].items()}

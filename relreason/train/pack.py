@@ -14,8 +14,9 @@ on the device; the pack reads its cells' losses back once per step, after all we
 differ in their seed alone can share one vmapped graph instead (relreason.train.seed_group); a pack takes
 cells of any kind (the step loop is the seed group's loop strategy, relreason.train.seed_group.SeedGroup).
 
-Validations and the final test run per cell, on the main stream, each as its single run's: their batched
-form across cells is not built (a validation reads its scores back to the host, so on a GPU they serialise).
+Validations and final tests: the cells due at one step run theirs side by side, each in its own host thread
+on its own CUDA stream, each its single run's code (relreason.train.seed_group.SeedGroup.side_by_side): a
+validation reads its scores back to the host, so one after another on the main stream they would serialise.
 
 Data: each cell's Ibarz training stream (relreason.data.stream) is generated ahead by its own worker
 processes, the cores shared between the packed cells (`stream_workers`). `PackResult.data_wait` is the
@@ -66,7 +67,8 @@ def stream_workers(cells: int, cores: int) -> int:
 
 def train_pack(members: list[Config], run_dirs: list[Path], resume: list[bool], show_progress: bool = True,
                command: str | None = None, log=None, locks: list[RunLock] | None = None,
-               abouts: list | None = None, cores: int | None = None, resume_hint: str = "--resume") -> PackResult:
+               abouts: list | None = None, cores: int | None = None, resume_hint: str = "--resume",
+               eval_threads: int | None = None) -> PackResult:
     """Trains the cells `members[k]` (any tasks and models, one device) into `run_dirs[k]`, resuming where
     `resume[k]`, in one process (module docstring); then tests each finished cell's best checkpoint.
 
@@ -75,6 +77,8 @@ def train_pack(members: list[Config], run_dirs: list[Path], resume: list[bool], 
         abouts: each cell's RunAbout for its trackers, as `relreason.train.run`'s `about`.
         cores: the cores the cells' data streams share (default: this process's).
         resume_hint: what continues the pack when it is interrupted (a study's: its command).
+        eval_threads: how many cells validate (and test) side by side (default: all on CUDA, one on the CPU;
+            relreason.train.seed_group.SeedGroup.side_by_side).
 
     Raises:
         RelreasonError: no cells, repeated run directories or cells on different devices; a directory that
@@ -93,7 +97,8 @@ def train_pack(members: list[Config], run_dirs: list[Path], resume: list[bool], 
         for s, again in zip(sessions, resume):
             s.wl.stream_workers = workers
             s.open(again)
-        group = SeedGroup(sessions, use_vmap=False, label=f"pack of {len(sessions)} cells", resume_hint=resume_hint)
+        group = SeedGroup(sessions, use_vmap=False, label=f"pack of {len(sessions)} cells", resume_hint=resume_hint,
+                          eval_threads=eval_threads)
         results = train_and_test(group, show_progress, log or sessions[0].log)
         return PackResult(results, group.data_seconds, group.step_seconds)
 

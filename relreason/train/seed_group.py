@@ -45,6 +45,7 @@ import json
 import math
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -248,18 +249,17 @@ def claimed_sessions(members: list[Config], run_dirs: list[Path], resume: list[b
 
 
 def train_and_test(group: "SeedGroup", show_progress: bool, log) -> list:
-    """Trains the group's opened sessions to their budgets, then tests each one's best checkpoint; returns each
-    session's RunResult. When interrupted, the sessions that had reached their budget before the stop (a pack's
-    cells finish at different steps) are finished and tested all the same; the others are interrupted."""
+    """Trains the group's opened sessions to their budgets, then tests each one's best checkpoint (the tests
+    side by side: `SeedGroup.side_by_side`); returns each session's RunResult. When interrupted, the sessions
+    that had reached their budget before the stop (a pack's cells finish at different steps) are finished and
+    tested all the same; the others are interrupted."""
     interrupted = group.train(show_progress, log)
-    results = []
+    results = {}
     for s in group.sessions:
-        stopped = interrupted and s.state["examples"] < s.cfg.train.train_examples
-        r = s.result(stopped)
-        if not stopped:
-            s.final_test(r)
-        results.append(r)
-    return results
+        results[id(s)] = s.result(interrupted and s.state["examples"] < s.cfg.train.train_examples)
+    group.side_by_side([s for s in group.sessions if not results[id(s)].interrupted],
+                       lambda s: s.final_test(results[id(s)]))
+    return [results[id(s)] for s in group.sessions]
 
 
 class SeedGroup:
@@ -270,12 +270,20 @@ class SeedGroup:
     one `CapturedStep` grouped per set of members stepping together, a graph per padded batch shape); the
     loop replays each member's own captured step. On CUDA the loop runs each member on its own stream (a pack
     of cells: relreason.train.pack), so their kernels overlap. `REPLAY` "eager" re-runs the recorded step
-    in place of the replay (the CPU suite's stand-in, as for one run)."""
+    in place of the replay (the CPU suite's stand-in, as for one run).
+
+    Validations and final tests run side by side (`side_by_side`): the members due at one step each in its
+    own host thread, on its own CUDA stream, each its single run's own code (so its own numbers). A
+    validation reads its scores back to the host, and a pointer hint's or a finished sample's bookkeeping
+    does too, so one after another on the main stream they serialise: 201 validations of a Triplet-GMPNN
+    cell, 1,001 of an RT cell. Side by side, one member's reads block its own thread only (torch releases
+    the GIL while it waits and while it launches) while the others launch. `eval_threads`: how many at once
+    (default: every member on CUDA; one on the CPU, where each run already has its cores, `train.threads`)."""
 
     REPLAY = "cuda"
 
     def __init__(self, sessions: list, use_vmap: bool, capture: bool = False, label: str | None = None,
-                 resume_hint: str = "--resume"):
+                 resume_hint: str = "--resume", eval_threads: int | None = None):
         self.sessions, self.use_vmap, self.capture, self.label = sessions, use_vmap, capture, label
         self.resume_hint = resume_hint  # what continues the group when it is interrupted (a study's: its command)
         self.data_seconds = self.step_seconds = 0.0
@@ -287,6 +295,12 @@ class SeedGroup:
                     cuda_graphs.check_capturable(s.cfg, s.dd.device, s.dd.world, s.wl)
         self.streams = {id(s): torch.cuda.Stream(device) for s in sessions} \
             if device.type == "cuda" and not use_vmap and len(sessions) > 1 else {}
+        if eval_threads is not None and eval_threads < 1:
+            raise RelreasonError(f"eval_threads must be >= 1, got {eval_threads}", "e.g. 1 (one after another)")
+        self.eval_threads = eval_threads if eval_threads is not None else \
+            (len(sessions) if device.type == "cuda" else 1)
+        self.eval_streams = {id(s): self.streams.get(id(s)) or torch.cuda.Stream(device) for s in sessions} \
+            if device.type == "cuda" and self.eval_threads > 1 else {}
 
     @property
     def graphs(self) -> int:
@@ -357,6 +371,29 @@ class SeedGroup:
             here.wait_stream(side)  # the losses are read, and the parts freed, after every member's step
         return torch.stack(out)
 
+    def side_by_side(self, members: list, work) -> list:
+        """`work(s)` for each member `s` (a validation, a final test), side by side (class docstring): up to
+        `eval_threads` host threads, each member on its own CUDA stream; returns the results in order. A
+        failure is raised once every member's work has ended (no thread is left behind)."""
+        if len(members) <= 1 or self.eval_threads <= 1:
+            return [work(s) for s in members]
+        here = torch.cuda.current_stream(self.device) if self.eval_streams else None
+
+        def one(s):
+            side = self.eval_streams.get(id(s))
+            with torch.cuda.stream(side) if side is not None else _same_stream():  # also the stream's device
+                if side is not None:
+                    side.wait_stream(here)  # after the member's last step
+                return work(s)
+
+        with ThreadPoolExecutor(min(self.eval_threads, len(members)), thread_name_prefix="relreason-eval") as pool:
+            futures = [pool.submit(one, s) for s in members]
+            wait(futures)
+        for s in members:
+            if here is not None:
+                here.wait_stream(self.eval_streams[id(s)])  # the next steps after the member's checkpoints
+        return [f.result() for f in futures]
+
     # -- the loop ----------------------------------------------------------------------------------
 
     def train(self, show_progress: bool, log) -> bool:
@@ -377,9 +414,9 @@ class SeedGroup:
         stop = False
         try:
             with StopRequests(log) as requests:
-                for s in sessions:
-                    if s.state["step"] == 0 and not s.resumed:  # a resumed run's step-0 validation is in its files
-                        s.validate()
+                # a resumed run's step-0 validation is in its files
+                self.side_by_side([s for s in sessions if s.state["step"] == 0 and not s.resumed],
+                                  lambda s: s.validate())
                 while not stop:
                     waiting = [s for s in sessions if s.state["examples"] < s.cfg.train.train_examples]
                     if not waiting:
@@ -396,10 +433,12 @@ class SeedGroup:
                     self.data_seconds += t1 - t0
                     self.step_seconds += time.perf_counter() - t1
                     stop = requests.requested
-                    for s, rate, value in zip(members, rates, losses):
+                    for s, value in zip(members, losses):
                         if not math.isfinite(value):  # the member's own run records it and says how to go on
                             raise s.diverged(s.state["step"], value)
-                        s.finish_step([value], rate, starts[id(s)], _NoBar())
+                    due = [s for s, rate, value in zip(members, rates, losses)
+                           if s.count_step([value], rate, starts[id(s)])]
+                    self.side_by_side(due, lambda s: s.validate_due())
                     bar.update(sum(s.cfg.train.batch_size for s in members))
         except KeyboardInterrupt:
             log(f"\nstopped without saving; {self.resume_hint} continues each seed from its last checkpoint")
@@ -454,16 +493,6 @@ class _same_stream:
 
     def __exit__(self, *exc) -> None:
         return None
-
-
-class _NoBar:
-    """The members' own progress bars: the group shows one."""
-
-    def update(self, *_a, **_k) -> None:
-        pass
-
-    def set_postfix(self, *_a, **_k) -> None:
-        pass
 
 
 def stack_batches(batches: list) -> dict:

@@ -9,8 +9,9 @@ its three phases, and what the run returns (`RunResult`).
 
 Phase 2 is Adam (relreason.train.optimizer) at the rate `train.lr_schedule` gives for the examples trained
 so far (relreason.schedules), optional global-norm clipping, and validation every `eval_every_examples`
-examples with the best weights kept. The pieces of one step (`set_rate`, `update`, `finish_step`) are
-public: a seed group (relreason.train.seed_group) runs K sessions through its own shared step.
+examples with the best weights kept. The pieces of one step (`set_rate`, `update`, `finish_step`: `count_step`
+then `validate_due`) are public: a seed group (relreason.train.seed_group) runs K sessions through its own
+shared step.
 
 The session writes the run directory's files (relreason.rundir's records; metrics.jsonl through
 relreason.train.metrics_file) and, with several processes, rank 0 alone writes while every rank trains.
@@ -288,19 +289,29 @@ class Session:
 
     def finish_step(self, losses: list[float], rate: float, started: float, bar) -> None:
         """Counters, tracker and progress after a step's updates; validates (and checkpoints) when due."""
+        bar.update(self.cfg.train.batch_size)
+        if self.count_step(losses, rate, started):
+            score = self.validate_due()
+            bar.set_postfix(loss=_fmt(self.state["last_loss"]), val=f"{score:.3f}", best=f"{self.state['best_val']:.3f}")
+        else:
+            bar.set_postfix(loss=_fmt(self.state["last_loss"]), best=f"{self.state['best_val']:.3f}", refresh=False)
+
+    def count_step(self, losses: list[float], rate: float, started: float) -> bool:
+        """The counters and tracker after a step's updates; returns whether a validation is due now (then
+        `validate_due` runs it: a pack runs its cells' due validations side by side, relreason.train.seed_group)."""
         t, st = self.cfg.train, self.state
         st["step"] += 1
         st["examples"] += t.batch_size
         st["last_loss"] = sum(losses) / len(losses)
         st["seconds"] = time.time() - started
         self.tracker.scalars(st["examples"], {"train/loss": st["last_loss"], "train/lr": rate})
-        bar.update(t.batch_size)
-        if st["examples"] >= self.next_eval or st["examples"] >= t.train_examples:
-            score = self.validate()
-            self.next_eval += t.eval_every_examples
-            bar.set_postfix(loss=_fmt(st["last_loss"]), val=f"{score:.3f}", best=f"{st['best_val']:.3f}")
-        else:
-            bar.set_postfix(loss=_fmt(st["last_loss"]), best=f"{st['best_val']:.3f}", refresh=False)
+        return st["examples"] >= self.next_eval or st["examples"] >= t.train_examples
+
+    def validate_due(self) -> float:
+        """The validation `count_step` found due (and its checkpoints); returns its score."""
+        score = self.validate()
+        self.next_eval += self.cfg.train.eval_every_examples
+        return score
 
     def result(self, interrupted: bool) -> RunResult:
         st = self.state

@@ -120,3 +120,28 @@ def test_hint_scores_weight_steps_by_running_samples():
     scorer = Scorer(spec)
     scorer.update({"o": torch.zeros(2, 2, dtype=torch.long), "h": pred_h}, batch)
     assert scorer.result().hints["h"] == pytest.approx((0.75 * 2 + 0.5 * 1) / 3)
+
+
+def test_update_reads_nothing_back_to_the_host_and_a_split_is_read_once(monkeypatch):
+    """On a GPU every read waits for the kernels launched before it: `update` keeps its statistics on the
+    device and `result` copies them back in one read (the same numbers: the hand values above)."""
+    spec = {"o": out_feature("o", Type.POINTER), "m": out_feature("m", Type.MASK),
+            "h": Feature("h", Stage.HINT, Location.NODE, Type.POINTER)}
+    hints = torch.zeros(2, 3, 2, dtype=torch.long)
+    hints[:, 1] = torch.tensor([[1, 1], [0, 1]])
+    truth = {"o": torch.zeros(2, 2, dtype=torch.long), "m": torch.tensor([[1.0, 0.0], [1.0, 1.0]])}
+    batch = make_batch(spec, truth, 2, hints={"h": hints}, lengths=[3, 2])
+    preds = {"o": torch.tensor([[0, 1], [0, 0]]), "m": torch.tensor([[1.0, 1.0], [0.0, 1.0]]),
+             "h": torch.ones(2, 2, 2, dtype=torch.long)}
+    reads = []
+    for name in ("cpu", "item", "tolist", "numpy", "__float__", "__int__", "__bool__", "__index__"):
+        real = getattr(torch.Tensor, name)
+        monkeypatch.setattr(torch.Tensor, name, lambda self, *a, _n=name, _r=real, **k: (reads.append(_n), _r(self, *a, **k))[1])
+    scorer = Scorer(spec)
+    scorer.update(preds, batch)
+    scorer.update(preds, batch)
+    assert reads == []
+    r = scorer.result()
+    assert reads.count("cpu") == 1 and {"item", "tolist", "__float__"}.isdisjoint(reads)
+    assert r.outputs == pytest.approx({"o": 3 / 4, "m": 2 * (4 / 6) * (4 / 6) / (8 / 6)})
+    assert r.hints["h"] == pytest.approx((3 / 4 * 2 * 2 + 0) / (2 * 2 + 2))

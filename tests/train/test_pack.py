@@ -6,6 +6,7 @@ stopped mid-way resumes every cell to the weights of one never stopped."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -64,15 +65,43 @@ def test_packed_cells_train_their_single_runs_exactly(tmp_path, monkeypatch, cap
     assert packed.step_seconds > 0 and 0 <= packed.data_wait < 1
     for cfg, n in zip(configs(tmp_path, extra), names):
         run(cfg, out=tmp_path / "single", name=n, show_progress=False)
-        p, a = tmp_path / "pack" / n, tmp_path / "single" / n
-        assert files(p) == files(a)
-        same_weights(p, a)
-        rp, ra = json.loads((p / "results.json").read_text()), json.loads((a / "results.json").read_text())
-        timing = {"seconds", "train_seconds", "hardware"}
-        assert {k: v for k, v in rp.items() if k not in timing} == {k: v for k, v in ra.items() if k not in timing}
-        rows = lambda d: [{k: v for k, v in json.loads(x).items() if k != "time"}  # noqa: E731
-                          for x in (d / "metrics.jsonl").read_text().splitlines()]
-        assert rows(p) == rows(a)
+        same_run(tmp_path / "pack" / n, tmp_path / "single" / n)
+
+
+def same_run(p: Path, a: Path) -> None:
+    """Two run directories with the same files, weights, results and curve (their timings aside)."""
+    assert files(p) == files(a)
+    same_weights(p, a)
+    rp, ra = json.loads((p / "results.json").read_text()), json.loads((a / "results.json").read_text())
+    timing = {"seconds", "train_seconds", "hardware"}
+    assert {k: v for k, v in rp.items() if k not in timing} == {k: v for k, v in ra.items() if k not in timing}
+    rows = lambda d: [{k: v for k, v in json.loads(x).items() if k != "time"}  # noqa: E731
+                      for x in (d / "metrics.jsonl").read_text().splitlines()]
+    assert rows(p) == rows(a)
+
+
+def test_packed_cells_validate_and_test_side_by_side_each_as_alone(tmp_path, monkeypatch):
+    """eval_threads=2: the two cells' first validations, and their final tests, are under way at the same
+    time (each must reach a barrier the other also reaches: one after another, the first waits alone and
+    fails); every file equals the pack's that validates one cell after the other."""
+    names = [f"{m}-{t}" for m, t, _ in CELLS]
+    train_pack(configs(tmp_path), [tmp_path / "serial" / n for n in names], [False, False], show_progress=False,
+               eval_threads=1)
+    meet = {"val": threading.Barrier(2, timeout=30), "test": threading.Barrier(2, timeout=30)}
+    met, evaluate = [], session.Session.evaluate
+
+    def meeting(self, split, desc, draw=None):
+        if split == "test" or draw == 0:
+            meet[split].wait()
+            met.append((split, threading.current_thread() is not threading.main_thread()))
+        return evaluate(self, split, desc, draw)
+
+    monkeypatch.setattr(session.Session, "evaluate", meeting)
+    train_pack(configs(tmp_path), [tmp_path / "side" / n for n in names], [False, False], show_progress=False,
+               eval_threads=2)
+    assert sorted(met) == [("test", True), ("test", True), ("val", True), ("val", True)]
+    for n in names:
+        same_run(tmp_path / "side" / n, tmp_path / "serial" / n)
 
 
 def test_a_pack_stopped_mid_way_resumes_each_cell_to_the_uninterrupted_weights(tmp_path, monkeypatch):
