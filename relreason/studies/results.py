@@ -35,7 +35,7 @@ from relreason.data.algorithms import ALGORITHMS, canonical_split
 from relreason.data.store import atomic_path
 from relreason.rundir import ValidationRow, read_metrics, read_results
 from relreason.runtime import code_record
-from relreason.studies.cells import plan_cells, result_identity
+from relreason.studies.cells import nar_cells, plan_cells, result_identity
 from relreason.studies.tables import TABLES
 from relreason.tasks import expand_tasks
 
@@ -257,25 +257,93 @@ def verify_table(table: str, tasks: str | None, seeds: tuple[int, ...], models: 
     cells = plan_cells(study, expand_tasks(tasks if tasks is not None else study.tasks), seeds, None, workdir / "plan",
                        models=models.split(",") if models else None)
     rows = []
-    for cell in cells:
+    for cell in [*nar_cells(cells), *cells]:  # a TransNAR column's NAR cells are cells with curves too
         rel = cell.directory.relative_to(workdir / "plan" / CELLS)
         curve_file = Path(results) / CURVES / f"{rel}.json"
         if not curve_file.is_file():
             continue
         log(f"verifying {rel}")
-        # the cell's own stored config, machine keys included: another thread count reorders float sums, and a
-        # trajectory that differs by rounding would hide whether the code computes otherwise
-        stored = Path(results) / CELLS / f"{rel}.json"
-        record = read_object(stored) if stored.is_file() else {}
-        config = config_from_dict(record["config"]) if record else cell.config
-        made_on = device_kind(record.get("hardware") or [])  # the device kind it was made on: re-trained on it
-        got = verify_cell(config, read_object(curve_file), validations, workdir / str(rel), log, made_on)
+        config, made_on = stored_cell_config(cell, results, rel)
+        nar = None
+        if cell.nar is not None:  # the NAR it reads: here (the lanes' reproduce/), or re-trained from its record
+            config, nar = nar_at_hand(config, cell.nar.directory.relative_to(workdir / "plan" / CELLS), results,
+                                      workdir / str(rel), log)
+        if nar is not None and not nar["matches"]:
+            got = {"validations": 0, "matches": False, "code": code_record(), "made_on": made_on, "nar": nar,
+                   "difference": f"its NAR cell re-trained otherwise: {nar['difference']}",
+                   "stored_code": read_object(curve_file).get("code"), "device": nar["device"],
+                   "compared": nar["compared"]}
+        else:
+            got = verify_cell(config, read_object(curve_file), validations, workdir / str(rel), log, made_on)
+            if nar is not None:
+                got["nar"], got["compared"] = nar, f"{got['compared']}; its NAR cell {nar['compared']}"
         _write(Path(results) / VERIFY / f"{rel}.json", got)
         rows.append({"cell": str(rel), **got})
     if not rows:
         raise RelreasonError(f"no cell of {table} (these tasks, models and seeds) has a committed validation curve "
                              f"under {results}/{CURVES}", "run `relreason results` after its cells finish")
     return rows
+
+
+def stored_cell_config(cell, results: Path, rel: Path):
+    """(config, device kind it was made on) of a committed cell: its own stored config, machine keys included
+    (another thread count reorders float sums, and a trajectory that differs by rounding would hide whether the
+    code computes otherwise); the planned config where no result file is committed yet."""
+    stored = Path(results) / CELLS / f"{rel}.json"
+    record = read_object(stored) if stored.is_file() else {}
+    config = config_from_dict(record["config"]) if record else cell.config
+    return config, device_kind(record.get("hardware") or [])
+
+
+def nar_at_hand(config, nar_rel: Path, results: Path, workdir: Path, log=lambda m: None):
+    """(config, how its NAR was checked) of a TransNAR cell for --verify. Where the NAR checkpoint the cell
+    recorded is here (the lanes' reproduce/), the config as it is and None. Elsewhere (a fresh checkout: NAR
+    weights are not committed) the NAR cell `nar_rel` is re-trained in full from its committed result file into
+    `workdir`/nar: its best validation, the examples it was reached at and its test score must be the committed
+    ones (exactly on the device kind that made it, else within CROSS_DEVICE_SCORE_ATOL); the config then reads
+    the re-trained NAR. The check: {"cell", "matches", "difference", "device", "compared"}.
+
+    Raises:
+        RelreasonError: the NAR cell is neither here nor committed under `results`."""
+    import torch  # CLI start-up: torch loads on use
+
+    from relreason.train import run  # CLI start-up: torch loads on use
+    from relreason.train.text.transnar import nar_checkpoint_matches  # CLI start-up: torch loads on use
+
+    m = config.model
+    if m.nar_config is None or nar_checkpoint_matches(m.nar_config):
+        return config, None
+    stored = Path(results) / CELLS / f"{nar_rel}.json"
+    if not stored.is_file():
+        raise RelreasonError(f"{m.nar} (the NAR this TransNAR cell read) is not here, and its cell {nar_rel} is not "
+                             f"committed under {results}/{CELLS}", "finish and commit the NAR cell first")
+    record = read_object(stored)
+    made_on = device_kind(record.get("hardware") or [])
+    device, across = verify_device(made_on, torch.cuda.is_available())
+    t = config_from_dict(record["config"]).train
+    on = {"device": device} if device == "cuda" else {"device": "cpu", "cuda_graph": False}  # incidental keys
+    nar_cfg = config_from_dict(record["config"])
+    nar_cfg = dataclasses.replace(nar_cfg, train=dataclasses.replace(t, **on))
+    if (Path(workdir) / "nar").is_dir():  # an earlier --verify's re-training: start afresh
+        shutil.rmtree(Path(workdir) / "nar")
+    log(f"re-training its NAR cell {nar_rel} in full ({t.train_examples:,} examples): its weights are not committed")
+    run(nar_cfg, out=Path(workdir), name="nar", show_progress=False, log=log)
+    now = read_object(Path(workdir) / "nar" / "results.json")
+    atol = CROSS_DEVICE_SCORE_ATOL if across else 0.0
+    difference = None
+    for what, old, new in (("best validation", record["best_val"], now["best_val"]),
+                           ("test score", record["test"]["score"], now["test"]["score"])):
+        if not abs(old - new) <= atol:
+            difference = f"{what} {old:.6f} stored, {new:.6f} now"
+            break
+    if difference is None and not across and record["best_examples"] != now["best_examples"]:
+        difference = f"best validation at {record['best_examples']:,} examples stored, {now['best_examples']:,} now"
+    compared = (f"re-trained in full on the CPU against a {made_on} run: scores within ±{100 * atol:g} points"
+                if across else f"re-trained in full on {device}, as made: scores and their examples exactly")
+    nar = {"cell": str(nar_rel), "matches": difference is None, "difference": difference, "device": device,
+           "compared": compared}
+    model = dataclasses.replace(m, nar=str(Path(workdir) / "nar"), nar_config=None)  # re-read from the re-trained run
+    return dataclasses.replace(config, model=model), nar
 
 
 def result_files(results: Path, kind: str) -> list[tuple[tuple[str, str, str, int], Path]]:

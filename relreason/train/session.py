@@ -140,6 +140,10 @@ class Session:
             self.log(f"resumed {self.run_dir} at {self.state['examples']} examples"
                      + (f" (changed: {', '.join(sorted(changed))})" if changed else ""))
         else:
+            problem = self.wl.fresh_start_problem() if t.init is None else None
+            if problem is not None:
+                raise RelreasonError(problem, "train that NAR again (its recorded config) where model.nar points, or "
+                                              "--set model.nar=RUN to a trained NAR run")
             self.metrics.unlink(missing_ok=True)  # leftovers of a run killed before its first checkpoint
             if t.init is not None:  # fine-tuning: the source's weights replace the fresh ones (resume has its own)
                 source = ckpt.load_init(t.init, cfg, self.wl.model)

@@ -87,6 +87,12 @@ class Workload(abc.ABC):
         """Number of examples `evaluate(split)` scores (for progress bars)."""
         return 0
 
+    def fresh_start_problem(self) -> str | None:
+        """Why the model as built cannot start a new training run (None: it can), e.g. a TransNAR whose frozen
+        NAR's weights are not at hand: it would train on a random NAR. Resuming, fine-tuning (train.init) and
+        evaluation load every weight from a checkpoint, so only a fresh run asks (relreason.train.session)."""
+        return None
+
     def close(self) -> None:
         """Stops background workers."""
 

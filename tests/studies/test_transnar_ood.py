@@ -8,6 +8,7 @@ show both columns in and out of distribution with their difference.
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 import torch
@@ -115,6 +116,21 @@ def test_the_study_trains_the_nars_first_and_tables_both_columns_in_and_out_of_d
     kept = tmp_path / "results" / "cells" / "triplet_gmpnn" / "transnar_ood_nar" / "insertion_sort"
     assert (kept / "seed0.json").is_file()
     assert not (tmp_path / "results" / "selection" / "triplet_gmpnn").exists()
+    # --verify in a fresh checkout: the NAR weights are not committed, so the TransNAR cell's NAR cell is re-trained
+    # in full from its result file (and must give its committed scores) before the TransNAR cell's validations
+    shutil.rmtree(out)
+    verify = ["reproduce", "transnar-ood", "--tasks", "text:insertion_sort", "--seeds", "1", "--out",
+              str(tmp_path / "fresh"), *sets(TINY_TEXT), *sets(TINY_NAR), "--verify", "--results",
+              str(tmp_path / "results"), "--json"]
+    rows = {r["cell"]: r for r in json.loads(succeeds(relreason(*verify)))["verified"]}
+    transnar = next(r for cell, r in rows.items() if cell.startswith("transnar/"))
+    assert all(r["matches"] for r in rows.values()) and len(rows) == 3  # the NAR cell, both columns
+    assert transnar["nar"]["matches"] and "its NAR cell re-trained in full on cpu" in transnar["compared"]
+    nar_result = kept / "seed0.json"
+    record = json.loads(nar_result.read_text())
+    nar_result.write_text(json.dumps({**record, "best_val": record["best_val"] + 0.125}))
+    bad = relreason(*verify)
+    assert bad.returncode == 1 and "its NAR cell re-trained otherwise: best validation" in bad.stdout, bad.stdout
 
 
 @pytest.mark.parametrize("bad, message", [

@@ -243,6 +243,25 @@ def test_transnar_needs_a_nar_that_knows_the_algorithms(tmp_path, nar_run):
     assert cfg.model.nar_config["config"]["model_name"] == "triplet_gmpnn"
 
 
+@pytest.mark.parametrize("damage", ["gone", "another config"])
+def test_a_new_transnar_run_refuses_a_nar_checkpoint_that_is_not_the_recorded_one(tmp_path, nar_run, damage):
+    """Without the recorded NAR weights a new run would train on the random NAR build_nar makes; it refuses
+    before writing anything (resuming and evaluation load the NAR's copy from the run's own checkpoints)."""
+    import shutil
+
+    copy = tmp_path / "nar"
+    shutil.copytree(nar_run, copy)
+    cfg = tiny("transnar", "text:binary_search", [f"model.nar={copy}"])  # model.nar_config read from the run now
+    if damage == "gone":
+        shutil.rmtree(copy)
+    else:
+        cfg.model.nar_config["config"]["train"]["lr"] *= 2
+    with pytest.raises(RelreasonError, match="would train on a random NAR") as e:
+        run(cfg, out=tmp_path / "runs", name="t", show_progress=False)
+    assert ("is gone" if damage == "gone" else "another configuration") in str(e.value)
+    assert not (tmp_path / "runs" / "t" / "config.json").exists()
+
+
 @pytest.mark.slow
 def test_transnar_trains_and_evaluates_from_its_checkpoint_alone(tmp_path, nar_run):
     import shutil

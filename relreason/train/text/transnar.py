@@ -65,12 +65,19 @@ def concat_batches(batches: list) -> object:
                    lengths=torch.cat([b.lengths for b in batches]), node_mask=torch.cat([b.node_mask for b in batches]))
 
 
+def nar_checkpoint_matches(nar_config: dict) -> bool:
+    """Whether the NAR checkpoint a TransNAR recorded (model.nar_config) is here and still holds the recorded
+    config (its weights are then the ones the record speaks of)."""
+    source = Path(nar_config["checkpoint"])
+    return (source / CHECKPOINT_CONFIG).is_file() and ckpt.read_checkpoint_meta(source)["config"] == nar_config["config"]
+
+
 class TransNARWorkload(TextWorkload):
     """TransNAR: the text transformer reading a frozen NAR run on the graph form of the same examples."""
 
     def _prepare(self) -> None:
         m = self.cfg.model
-        self.nar_built = None
+        self.nar_built, self.nar_loaded = None, False
         if not m.use_nar:
             return
         if m.nar_config is None:
@@ -91,13 +98,23 @@ class TransNARWorkload(TextWorkload):
                                  "set model.nodes_only=true, or use a NAR with edge embeddings (triplet_gmpnn, rt, et)")
         # The NAR's own checkpoint, when it is still the one recorded (training); evaluation and resuming
         # load the copy under `nar.` in this run's checkpoints over whatever is loaded here.
-        source = Path(m.nar_config["checkpoint"])
-        if (source / CHECKPOINT_CONFIG).is_file() and ckpt.read_checkpoint_meta(source)["config"] == m.nar_config["config"]:
-            ckpt.load_weights(source, built.model)
+        self.nar_loaded = nar_checkpoint_matches(m.nar_config)
+        if self.nar_loaded:
+            ckpt.load_weights(Path(m.nar_config["checkpoint"]), built.model)
         self.nar_built = built
         self.nar_model_cfg = nar_cfg.model
         self.nar_tasks = by_algorithm
         self.node_dim, self.edge_dim = processor.node_dim, processor.edge_dim
+
+    def fresh_start_problem(self) -> str | None:
+        """A new run needs the NAR's weights from its recorded checkpoint (model.nar_config): without them the
+        NAR would be the random one `build_nar` made."""
+        if self.nar_built is None or self.nar_loaded:
+            return None
+        source = self.cfg.model.nar_config["checkpoint"]
+        why = "is gone" if not (Path(source) / CHECKPOINT_CONFIG).is_file() else \
+            "holds another configuration than model.nar_config records"
+        return f"the NAR checkpoint {source} that model.nar={self.cfg.model.nar} recorded {why}: this run would train on a random NAR"
 
     def _build_model(self) -> nn.Module:
         m = self.cfg.model
