@@ -153,19 +153,36 @@ class Deadline:
         signal.signal(signal.SIGTERM, self.before)
 
 
-def train_packs(cells: list, pack_size: int, deadline: Deadline, log) -> tuple[dict, list]:
+def train_packs(cells: list, pack_size: int, deadline: Deadline, log, eval_threads: int | None = None,
+                failures: list | None = None) -> tuple[dict, list]:
     """Trains `cells` in packs of `pack_size` until they are done or the deadline passes; returns each cell's
-    status (relreason.studies.training.train_group's) and the packs' PackResults."""
+    status (relreason.studies.training.train_group's) and the packs' PackResults. A pack that fails is recorded
+    in `failures` and tried once more from its cells' checkpoints with its validations one after another
+    (eval_threads 1: the older path), and so are the packs after it; a second failure marks its cells failed.
+    The GPU time is not lost to one broken path, and the report says what broke."""
     from relreason.studies.cells import cell_label
     from relreason.studies.training import train_group
 
     status, packs = {}, []
+    failures = [] if failures is None else failures
     for i in range(0, len(cells), pack_size):
         if deadline.left() <= 0:
             break
         group = cells[i:i + pack_size]
         log(f"pack of {len(group)}: " + "; ".join(cell_label(c) for c in group))
-        for c, s in zip(group, train_group(group, show_progress=False, log=log, pack=True, packs=packs)):
+        for attempt in (1, 2):
+            try:
+                got = train_group(group, show_progress=False, log=log, pack=True, packs=packs,
+                                  eval_threads=eval_threads)
+                break
+            except Exception as exc:  # recorded, not hidden: the report lists it and the script exits 1
+                traceback.print_exc()
+                failures.append({"cells": [cell_label(c) for c in group], "eval_threads": eval_threads,
+                                 "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+                log(f"the pack failed ({failures[-1]['error']})"
+                    + ("; again with its validations one after another" if attempt == 1 else ""))
+                got, eval_threads = ["failed"] * len(group), 1
+        for c, s in zip(group, got):
             status[c.directory] = s
         if "interrupted" in status.values():
             break
@@ -357,6 +374,8 @@ def summary(report: dict) -> str:
                          f"{_num(r['data_wait'], 3)} | {_num(r.get('val_serial'), 1)} | "
                          f"{_num(r.get('val_side_by_side'), 1)} |")
         lines.append("")
+    for f in report.get("failures") or []:
+        lines += [f"A pack failed (eval_threads {f['eval_threads']}): {f['error']}; cells: {', '.join(f['cells'])}", ""]
     lines += ["| cell | status |", "|---|---|"] + [f"| {k} | {v} |" for k, v in report["cells"].items()]
     if report["obsolete_parked"]:
         lines += ["", "Finished since they were parked (delete from results/parked): "
@@ -379,14 +398,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", default=None, help="where the cells train (default: a temporary directory)")
     p.add_argument("--data-dir", default=None, help="the cells' datasets (default: generated under the work directory)")
     p.add_argument("--pack-size", type=int, default=8, help="cells per pack")
+    p.add_argument("--eval-threads", type=int, default=None,
+                   help="cells of a pack that validate side by side (default: all on CUDA; 1: one after another)")
     p.add_argument("--measure", action="store_true", help="measure packing first (issue 38 item 5)")
     p.add_argument("--steps", type=int, default=50, help="steps timed per K by --measure")
     p.add_argument("--quick", action="store_true", help="tiny measurement (the CPU smoke test)")
     p.add_argument("--set", action="append", default=[], help="config override for every cell (--set k=v)")
     args = p.parse_args(argv)
-    if args.minutes <= 0 or args.pack_size < 1:
-        print(f"Error: --minutes must be positive and --pack-size at least 1 (got {args.minutes}, {args.pack_size})",
-              file=sys.stderr)
+    if args.minutes <= 0 or args.pack_size < 1 or (args.eval_threads is not None and args.eval_threads < 1):
+        print(f"Error: --minutes must be positive, --pack-size and --eval-threads at least 1 (got {args.minutes}, "
+              f"{args.pack_size}, {args.eval_threads})", file=sys.stderr)
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -425,7 +446,9 @@ def main(argv: list[str] | None = None) -> int:
             cells = captured(cells, log)
         log(f"{len(cells)} unfinished cells in {args.plan}; {deadline.left() / 60:.1f} minutes left")
         restore_parked(cells, results, work, log)
-        status, packs = train_packs(cells, args.pack_size, deadline, log)
+        report["failures"] = []
+        status, packs = train_packs(cells, args.pack_size, deadline, log, args.eval_threads, report["failures"])
+        failed = failed or bool(report["failures"])
         deadline.cancel()
         tried = [c for c in cells if c.directory in status]
         from relreason.studies.results import collect_results

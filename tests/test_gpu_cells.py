@@ -85,6 +85,32 @@ def test_a_stopped_pack_parks_its_cells_and_the_next_run_finishes_them(tmp_path,
         assert [v["examples"] for v in curve["validations"]] == [0, 16, 32]
 
 
+def test_a_pack_that_fails_is_recorded_and_trained_again_with_its_validations_one_after_another(tmp_path,
+                                                                                                   monkeypatch):
+    """A GPU run must not lose its minutes to one broken path: here validating side by side fails (as it might on
+    a device it never ran on); the pack is tried again from its cells' checkpoints with one validation after
+    another, both cells finish, and the report and the exit status say what broke."""
+    from relreason.train.seed_group import SeedGroup
+
+    side_by_side = SeedGroup.side_by_side
+
+    def broken(self, members, work):
+        if self.eval_threads > 1 and len(members) > 1:
+            raise RuntimeError("side by side broke")
+        return side_by_side(self, members, work)
+
+    monkeypatch.setattr(SeedGroup, "side_by_side", broken)
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "plan.txt").write_text(PLAN)
+    assert script().main(args(tmp_path / "out", results, "--eval-threads", "2")) == 1
+    report = within_limits(tmp_path / "out")
+    assert [(f["eval_threads"], f["error"]) for f in report["failures"]] == [(2, "RuntimeError: side by side broke")]
+    assert report["cells"] == {c: "trained" for c in CELLS} and report["finished"] == [f"{c}.json" for c in CELLS]
+    assert "A pack failed (eval_threads 2): RuntimeError: side by side broke" in \
+        (tmp_path / "out" / "gpu_cells.md").read_text()
+
+
 def test_the_results_are_split_or_refused_beyond_the_limits(tmp_path, monkeypatch):
     gc = script()
     stage, out = tmp_path / "stage", tmp_path / "out"
