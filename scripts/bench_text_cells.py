@@ -32,7 +32,7 @@ import bench_quick  # a sibling script: its clock, start-up and checkpoint cost,
 from relreason.config import build_config
 from relreason.studies.variants import Variant
 from relreason.tasks import task_entries
-from relreason.train.loop import adam, clip_grad_norm
+from relreason.train.optimizer import adam, clip_grad_norm
 
 
 def _tiny_nar(nar: Variant, algorithm: str, where: Path) -> Path:
