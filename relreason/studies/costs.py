@@ -1,11 +1,13 @@
 """What a study's cells cost, predicted from the measured cells shipped with relreason (costs.json).
 
-scripts/bench_reproduce.py measures one cell of each published table's columns (on bellman_ford, at the
-column's protocol) and records it in relreason/studies/costs.json with the machine it ran on. A planned cell
-is predicted from the measured cell of its configuration: the same model, the same resolved recipe and the
-same variant delta (so an ablation's column that a table also has, e.g. the RT without edge updates of
-Table 17, is priced from that table's measurement), with the same batch size, scaled to the cell's own
-training examples. Cells no measurement covers are named, never guessed.
+scripts/bench_reproduce.py measures one cell of each published table's columns (on bellman_ford, or on the
+tasks it is given, at the column's protocol) and records it in relreason/studies/costs.json with the machine it
+ran on. A planned cell is predicted from the measured cell of its configuration: the same model, the same
+resolved recipe and the same variant delta (so an ablation's column that a table also has, e.g. the RT without
+edge updates of Table 17, is priced from that table's measurement), with the same batch size, on the cell's own
+task where that was measured, else the mean of the tasks measured (said so: another task's hint steps and
+graphs cost otherwise, by a factor of several), scaled to the cell's own training examples. Cells no
+measurement covers are named, never guessed.
 
     estimate = estimate_cells(cells)       # before a sweep trains: what its cells cost
     estimate.line("no-edge-updates", "cpu")
@@ -64,13 +66,14 @@ class Measured:
     seconds: float  # the whole cell: training, validations, test
     examples: int  # its training examples
     machine: str  # "hardware, date"
+    task: str = ""  # the task it was measured on
 
 
 @lru_cache(maxsize=4)
-def _measured(costs_path: str) -> dict[CostKey, Measured]:
-    """{cost key: measured cell} of every measured column of the costs file at `costs_path` (its recipe
+def _measured(costs_path: str) -> dict[CostKey, dict[str, Measured]]:
+    """{cost key: {task: measured cell}} of every measured column of the costs file at `costs_path` (its recipe
     resolved as build_config names it: the column's, else the model's paper recipe for the task)."""
-    found: dict[CostKey, Measured] = {}
+    found: dict[CostKey, dict[str, Measured]] = {}
     for table, entry in read_costs(Path(costs_path)).items():
         if table not in TABLES or not isinstance(entry, dict):
             continue
@@ -80,9 +83,24 @@ def _measured(costs_path: str) -> dict[CostKey, Measured]:
             label, _, task = key.partition(" on ")
             for v in (v for v in study.variants if v.label == label and "batch" in m):
                 recipe = v.recipe if v.recipe is not None else paper_recipe(v.model, task)
-                found.setdefault((v.model, recipe, delta_slug(v.delta), int(m["batch"])),
-                                 Measured(float(m["seconds"]), int(m["examples"]), machine))
+                found.setdefault((v.model, recipe, delta_slug(v.delta), int(m["batch"])), {}).setdefault(
+                    task, Measured(float(m["seconds"]), int(m["examples"]), machine, task))
     return found
+
+
+def measured_cell(cell: Cell, costs: Path | None = None) -> tuple[float, str, bool] | None:
+    """(predicted seconds, where measured, from the cell's own task) of one cell, or None where no measurement
+    covers its configuration: its own task's measured cell, else the mean over the tasks measured (module
+    docstring), scaled to its training examples."""
+    by_task = _measured(str(costs_file() if costs is None else Path(costs))).get(cost_key(cell))
+    if not by_task:
+        return None
+    examples = cell.config.train.train_examples
+    if cell.task in by_task:
+        m = by_task[cell.task]
+        return m.seconds * examples / m.examples, m.machine, True
+    rates = [m.seconds / m.examples for m in by_task.values()]
+    return sum(rates) / len(rates) * examples, "; ".join(sorted({m.machine for m in by_task.values()})), False
 
 
 def cost_key(cell: Cell) -> CostKey:
@@ -98,6 +116,7 @@ class Estimate:
     unmeasured: tuple[str, ...]  # the configurations ("model recipe[+delta], batch B") no measurement covers
     unmeasured_cells: int
     machines: tuple[str, ...]  # where the measurements used were made
+    other_task_cells: int = 0  # cells priced from the tasks measured, not their own (module docstring)
 
     def short(self) -> str:
         """E.g. "12.5 h", "12.5 h + 8 cells not measured (rt quick, batch 4)", "- (not measured: ...)"."""
@@ -112,6 +131,9 @@ class Estimate:
             return f"not predicted: no measured cell of {', '.join(self.unmeasured)} (scripts/bench_reproduce.py)"
         text = (f"predicted {hours(self.seconds)} one after another, from the cells measured on "
                 f"{'; '.join(self.machines)} (relreason/studies/costs.json), scaled to each cell's training examples")
+        if self.other_task_cells:
+            text += (f"; {self.other_task_cells} of them priced from other tasks' cells (their own task not "
+                     f"measured: its hint steps and graphs may cost several times more or less)")
         if self.unmeasured_cells:
             text += (f"; {self.unmeasured_cells} cell(s) not measured and not counted: "
                      f"{', '.join(self.unmeasured)}")
@@ -124,8 +146,8 @@ class Estimate:
 
 def predict_cell(cell: Cell, costs: Path | None = None) -> float | None:
     """The predicted seconds of one cell (module docstring), or None where no measurement covers it."""
-    m = _measured(str(costs_file() if costs is None else Path(costs))).get(cost_key(cell))
-    return None if m is None else m.seconds * cell.config.train.train_examples / m.examples
+    m = measured_cell(cell, costs)
+    return None if m is None else m[0]
 
 
 def time_left(cells: list[Cell], at_once: int = 1) -> str:
@@ -140,15 +162,16 @@ def time_left(cells: list[Cell], at_once: int = 1) -> str:
 
 def estimate_cells(cells: list[Cell], costs: Path | None = None) -> Estimate:
     """The predicted cost of training `cells` one after another, from the measured costs (module docstring)."""
-    measured = _measured(str(costs_file() if costs is None else Path(costs)))
-    seconds, unmeasured, missing, machines = 0.0, [], 0, set()
+    seconds, unmeasured, missing, machines, elsewhere = 0.0, [], 0, set(), 0
     for c in cells:
-        m = measured.get(cost_key(c))
+        m = measured_cell(c, costs)
         if m is None:
             model, recipe, delta, batch = cost_key(c)
             unmeasured.append(f"{model} {recipe}{f'+{delta}' if delta else ''}, batch {batch}")
             missing += 1
             continue
-        seconds += m.seconds * c.config.train.train_examples / m.examples
-        machines.add(m.machine)
-    return Estimate(len(cells), seconds, tuple(dict.fromkeys(unmeasured)), missing, tuple(sorted(machines)))
+        seconds += m[0]
+        machines.add(m[1])
+        elsewhere += not m[2]
+    return Estimate(len(cells), seconds, tuple(dict.fromkeys(unmeasured)), missing, tuple(sorted(machines)),
+                    elsewhere)

@@ -45,6 +45,25 @@ def test_an_ablation_is_priced_from_the_measured_columns_of_its_configuration(tm
         quick.text()
 
 
+def test_a_cell_is_priced_from_its_own_tasks_measurement_else_the_mean_of_those_measured_and_says_so(tmp_path):
+    """A task's hint steps and graphs change what a cell costs by a factor of several (the core-8 Triplet-GMPNN
+    cells): a cell whose task was measured costs that; another costs the mean of the tasks measured, and the
+    estimate counts and names those cells."""
+    from relreason.studies.tables import TABLES
+
+    costs = tmp_path / "costs.json"
+    entry = {"hardware": "Test CPU", "date": "today", "cells": {
+        "triplet-gmpnn on bellman_ford": {"batch": 32, "examples": 320000, "seconds": 1000.0},
+        "triplet-gmpnn on dfs": {"batch": 32, "examples": 320000, "seconds": 4000.0}}}
+    costs.write_text(json.dumps({"ibarz2022": entry}))
+    cells = plan_cells(TABLES.get("ibarz2022"), ["bellman_ford", "dfs", "bfs"], (0,), None, tmp_path / "p")
+    estimate = estimate_cells(cells, costs)
+    assert estimate.seconds == pytest.approx(1000 + 4000 + 2500) and estimate.other_task_cells == 1
+    assert "1 of them priced from other tasks' cells" in estimate.text()
+    own = estimate_cells(cells[:2], costs)
+    assert own.seconds == pytest.approx(5000) and own.other_task_cells == 0 and "other tasks" not in own.text()
+
+
 def test_ablate_list_prices_the_cells_at_the_seeds(tmp_path):
     row, = json.loads(ok(invoke("ablate", "no-edge-updates", "--list", "--tasks", "bellman_ford", "--seeds", "0,4",
                                 "--json")))["ablations"]
