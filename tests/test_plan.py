@@ -12,6 +12,7 @@ import pytest
 
 from relreason.errors import RelreasonError
 from relreason.studies.cells import plan_cells
+from relreason.studies.costs import costs_file, hours
 from relreason.studies.plan import parse_plan_line, plan_status, read_plan
 from relreason.studies.results import collect_results
 from relreason.studies.results_report import write_report
@@ -136,6 +137,15 @@ def test_results_md_says_how_far_each_plan_line_got_and_the_command_that_resumes
     rows = plan_status(read_plan(results / "plan.txt"), results)
     assert [(r["lane"], r["cells"], r["finished"], r["in progress"], r["not started"]) for r in rows] == [
         ("1", "6", "1", "triplet-gmpnn / dfs / seed 0: 96,000 of 320,000 examples", "4"), ("2", "1", "0", "-", "1")]
+    # what is left, on one quiet core, from the shipped costs: each cell's own task where measured (ibarz2022's
+    # bellman_ford), else the mean of the tasks measured (dfs), in-progress cells by the fraction still to train
+    shipped = json.loads(costs_file().read_text())
+    ibarz = {k.partition(" on ")[2]: v["seconds"] for k, v in shipped["ibarz2022"]["cells"].items()}
+    mean = sum(ibarz.values()) / len(ibarz)
+    assert rows[0]["left (predicted, one quiet core)"] == \
+        f"{hours(2 * ibarz['bellman_ford'] + (0.7 + 2) * mean)} (3 priced from other tasks)"
+    assert rows[1]["left (predicted, one quiet core)"] == \
+        f"{hours(shipped['clrs30']['cells']['mpnn on bellman_ford']['seconds'])} (1 priced from other tasks)"
     write_report(results, tmp_path / "RESULTS.md")
     md = (tmp_path / "RESULTS.md").read_text()
     assert "## Planned: the results lanes" in md

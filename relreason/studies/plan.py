@@ -6,7 +6,8 @@ lines one after another, the lanes side by side, every command with `--set train
 results` (a line of two lanes is trained by both: each skips the cells whose run lock the other holds).
 `relreason results` reads the same file and writes, per line, how many of its cells are finished (committed
 under results/cells under the cell's config: relreason.studies.cells.committed_result), in progress
-(results/progress, under the cell's config) and not started, with the command that resumes it. One file
+(results/progress, under the cell's config) and not started, with the command that resumes it and what the
+cells left are predicted to cost on one quiet core (relreason.studies.costs). One file
 says what is planned and both the script and the report read it, so neither can drift from the other.
 
     lines = read_plan(Path("results/plan.txt"))
@@ -22,7 +23,8 @@ from pathlib import Path
 
 from relreason.errors import RelreasonError
 from relreason.files import MAX_JSON_BYTES, maybe_json_object, read_text
-from relreason.studies.cells import check_models, committed_result, plan_cells, result_identity
+from relreason.studies.cells import Cell, check_models, committed_result, plan_cells, result_identity
+from relreason.studies.costs import hours, measured_cell
 from relreason.studies.sweep import parse_models
 from relreason.studies.tables import TABLES
 from relreason.tasks import expand_tasks
@@ -30,7 +32,8 @@ from relreason.tasks import expand_tasks
 PLAN_FILE = "plan.txt"
 LANE_OPTIONS = ("--set", "train.threads=1", "--committed", "results")  # what the lanes add to every line
 _OPTIONS = {"--models": "models", "--tasks": "tasks", "--seeds": "seeds"}
-PLAN_COLUMNS = ["lane", "command (resumes where it stopped)", "cells", "finished", "in progress", "not started"]
+PLAN_COLUMNS = ["lane", "command (resumes where it stopped)", "cells", "finished", "in progress", "not started",
+                "left (predicted, one quiet core)"]
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,7 @@ def plan_status(lines: list[PlanLine], results: Path) -> list[dict]:
         cells = plan_cells(study, expand_tasks(line.tasks if line.tasks is not None else study.tasks),
                            tuple(range(line.seeds)),
                            out=out, models=parse_models(line.models))
-        finished, running, waiting = 0, [], 0
+        finished, running, waiting, left = 0, [], 0, []
         for c in cells:
             if committed_result(c, out, results) is not None:
                 finished += 1
@@ -121,12 +124,32 @@ def plan_status(lines: list[PlanLine], results: Path) -> list[dict]:
             p = _progress(results, c.directory.relative_to(out / "cells"), c)
             if p is None:
                 waiting += 1
+                left.append((c, 1.0))
             else:
                 running.append(f"{c.variant.label} / {c.task} / seed {c.seed}: "
                                f"{p['examples']:,} of {p['train_examples']:,} examples")
+                left.append((c, max(0.0, 1 - p["examples"] / p["train_examples"])))
         rows.append(dict(zip(PLAN_COLUMNS, [", ".join(line.lanes), f"`{line.command}`", str(len(cells)), str(finished),
-                                            "; ".join(running) or "-", str(waiting)])))
+                                            "; ".join(running) or "-", str(waiting), time_left_of(left)])))
     return rows
+
+
+def time_left_of(left: list[tuple[Cell, float]]) -> str:
+    """What the cells left cost on one quiet core (relreason.studies.costs): each cell's predicted time times the
+    fraction of its examples still to train; the cells no measurement covers, or priced from other tasks, said."""
+    if not left:
+        return "-"
+    seconds, unknown, elsewhere = 0.0, 0, 0
+    for cell, fraction in left:
+        m = measured_cell(cell)
+        if m is None:
+            unknown += 1
+            continue
+        seconds += m[0] * fraction
+        elsewhere += not m[2]
+    notes = ([f"{unknown} cell(s) not measured"] if unknown else []) + \
+        ([f"{elsewhere} priced from other tasks"] if elsewhere else [])
+    return (hours(seconds) if unknown < len(left) else "-") + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def main(argv: list[str]) -> int:
