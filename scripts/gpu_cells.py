@@ -322,19 +322,24 @@ def validation_rates(group, dd) -> dict:
     if len(sessions) < 2:
         return {"val_serial": None, "val_side_by_side": None}
     examples = sum(s.wl.eval_total("val") for s in sessions)  # the splits loaded before the clock
-    out, threads = {}, group.eval_threads
-    for name, at_once in (("val_serial", 1), ("val_side_by_side", threads)):
-        group.eval_threads = at_once
-        for timed in (False, True):
-            if dd.device.type == "cuda":
-                torch.cuda.synchronize(dd.device)
-            t0 = time.perf_counter()
-            group.side_by_side(sessions, lambda s: s.evaluate("val", "validation", draw=0))
-            if dd.device.type == "cuda":
-                torch.cuda.synchronize(dd.device)
-            if timed:
-                out[name] = examples / (time.perf_counter() - t0)
-    group.eval_threads = threads
+    out, threads = {"val_serial": None, "val_side_by_side": None}, group.eval_threads
+    try:
+        for name, at_once in (("val_serial", 1), ("val_side_by_side", threads)):
+            group.eval_threads = at_once
+            for timed in (False, True):
+                if dd.device.type == "cuda":
+                    torch.cuda.synchronize(dd.device)
+                t0 = time.perf_counter()
+                group.side_by_side(sessions, lambda s: s.evaluate("val", "validation", draw=0))
+                if dd.device.type == "cuda":
+                    torch.cuda.synchronize(dd.device)
+                if timed:
+                    out[name] = examples / (time.perf_counter() - t0)
+    except Exception as exc:  # recorded in the row: the step figures beside it stand
+        traceback.print_exc()
+        out["val_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    finally:
+        group.eval_threads = threads
     return out
 
 
