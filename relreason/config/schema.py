@@ -39,6 +39,10 @@ class TrainConfig:
     train_examples: int = 320_000  # 10,000 steps x batch 32, the reference schedule
     eval_every_examples: int = 1_600  # every 50 steps x batch 32, as the reference
     eval_batch_size: int | None = None  # evaluation batch; null: as large as memory allows (scores do not change)
+    # the checkpoint kept as best/ and tested: best, the first with the best validation score (the reference's
+    # run.py: a strict >); last, the latest validation's (a fixed-budget protocol that tests its final model, as
+    # TransNAR's 7 epochs; its best_val is then that validation's score)
+    select: str = "best"
     seed: int = 42  # model init and every noise draw derive from it, and the batch order under data.order seeded
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     threads: int = 0  # torch intra-op threads; 0 leaves torch's default
@@ -73,6 +77,9 @@ class TrainConfig:
         if self.cuda_graph and not self.static_step:
             out.append("train.cuda_graph needs train.static_step: true (a CUDA graph needs fixed shapes and no "
                        "host reads)")
+        if self.select not in ("best", "last"):
+            out.append(f"train.select {self.select!r} must be best (the best validation's checkpoint) or last "
+                       "(the final one)")
         if self.eval_batch_size is not None and self.eval_batch_size <= 0:
             out.append(f"train.eval_batch_size must be positive or null (automatic), got {self.eval_batch_size}")
         if not (math.isfinite(self.lr) and self.lr > 0):

@@ -192,7 +192,8 @@ class Session:
         rec = ValidationRow(step=st["step"], examples=st["examples"], loss=st["last_loss"], score=res["score"],
                             outputs=res["outputs"], hints=res["hints"], time=round(st["seconds"], 2), per_task=per_task)
         score = float(res["score"])
-        improved = st["best_val"] is None or (score < st["best_val"] if self.wl.lower_is_better else score > st["best_val"])
+        improved = self.cfg.train.select == "last" or st["best_val"] is None or \
+            (score < st["best_val"] if self.wl.lower_is_better else score > st["best_val"])
         if self.dd.main:
             append_row(self.metrics, rec)  # first: a kill after this line re-validates on resume, never loses it
             self.tracker.scalars(st["examples"], scalar_tags("val", {k: getattr(rec, k) for k in

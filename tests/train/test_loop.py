@@ -45,6 +45,39 @@ def test_run_writes_checkpoints_metrics_and_results(tmp_path):
     assert json.loads((d / "results.json").read_text())["test_size"] == 7
 
 
+@pytest.mark.parametrize("select", ["best", "last"])
+def test_the_selected_checkpoint_is_the_best_validations_or_under_select_last_the_final_one(tmp_path, select,
+                                                                                           monkeypatch):
+    """best: the first checkpoint with the best validation score (the reference's strict >); last: every
+    validation replaces it, so best/ holds the final weights and the final test scores them. The validation
+    scores here fall, then tie (0.5, 0.25, 0.25, 0.25 at 0, 16, 32, 48 examples): best keeps step 0's."""
+    from relreason.train import session
+
+    evaluate = session.Session.evaluate
+
+    def falling(self, split, desc, draw=None):
+        res = evaluate(self, split, desc, draw)
+        return {**res, "score": 0.5 if draw == 0 else 0.25} if split == "val" else res
+
+    monkeypatch.setattr(session.Session, "evaluate", falling)
+    res = run(tiny_config(tmp_path, extra=[f"train.select={select}"]), out=tmp_path / "runs", name=select,
+              show_progress=False)
+    d = tmp_path / "runs" / select
+    chosen, score = (48, 0.25) if select == "last" else (0, 0.5)
+    assert (res.best_examples, res.best_val) == (chosen, score)
+    assert json.loads((d / "results.json").read_text())["best_examples"] == chosen
+    final, best = weights(d, "last"), weights(d, "best")
+    assert all(np.array_equal(final[k], best[k]) for k in final) == (select == "last")
+
+
+def test_train_select_takes_best_or_last(tmp_path):
+    from relreason.errors import RelreasonError
+
+    with pytest.raises(RelreasonError, match="train.select 'first' must be best"):
+        tiny_config(tmp_path, extra=["train.select=first"])
+    assert build_config("transnar", "text:insertion_sort", "transnar_ood").train.select == "last"
+
+
 def test_a_run_records_the_code_that_ran_it(tmp_path, monkeypatch):
     import relreason.runtime as runtime
 
