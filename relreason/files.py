@@ -36,6 +36,7 @@ import os
 import re
 import stat
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -331,10 +332,25 @@ DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2
                "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
 
 
+@dataclass(frozen=True)
+class SafetensorsLayout:
+    """A safetensors header checked whole (`safetensors_layout`): where the data starts, and each tensor's dtype,
+    shape and byte span within the data."""
+
+    data_start: int  # 8 + the header's length
+    tensors: dict[str, tuple[str, tuple[int, ...], tuple[int, int]]]  # name -> (dtype, shape, (begin, end))
+    metadata: dict[str, str]  # the header's __metadata__ ({} when none)
+
+
 def safetensors_header(fd: int, path, hint: Optional[str] = None) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """{tensor: (dtype, shape)} of the safetensors file open at `fd` (not closed), its header read by
-    the JSON guard and checked whole before any loader maps the file: known dtypes, non-negative
-    shapes, offsets that tile the data exactly, and the file's length. RelreasonError naming `path`."""
+    """{tensor: (dtype, shape)} of the safetensors file open at `fd` (not closed): `safetensors_layout`."""
+    return {name: (dtype, shape) for name, (dtype, shape, _) in safetensors_layout(fd, path, hint).tensors.items()}
+
+
+def safetensors_layout(fd: int, path, hint: Optional[str] = None) -> SafetensorsLayout:
+    """The layout of the safetensors file open at `fd` (not closed), its header read by the JSON guard and
+    checked whole before any loader maps the file: known dtypes, non-negative shapes, offsets that tile the
+    data exactly, and the file's length. RelreasonError naming `path`."""
     hint = hint or HINT
     size = os.fstat(fd).st_size
     head = os.pread(fd, 8, 0)
@@ -347,11 +363,12 @@ def safetensors_header(fd: int, path, hint: Optional[str] = None) -> dict[str, t
     header = parse_json(decode(os.pread(fd, n, 8), path, hint), path, hint)
     if not isinstance(header, dict):
         raise RelreasonError(f"{path} is corrupt: its header is not a JSON object", hint)
-    out, spans = {}, []
+    out, spans, metadata = {}, [], {}
     for name, entry in header.items():
         if name == "__metadata__":
             if not isinstance(entry, dict) or not all(isinstance(v, str) for v in entry.values()):
                 raise RelreasonError(f"{path} is corrupt: __metadata__ must map names to strings", hint)
+            metadata = entry
             continue
         where = f"{path} is corrupt: tensor {name!r}"
         if not isinstance(entry, dict) or entry.get("dtype") not in DTYPE_BYTES:
@@ -365,7 +382,7 @@ def safetensors_header(fd: int, path, hint: Optional[str] = None) -> dict[str, t
         if offsets[1] - offsets[0] != math.prod(shape) * DTYPE_BYTES[entry["dtype"]]:
             raise RelreasonError(f"{where}: {offsets[1] - offsets[0]} bytes do not hold a {entry['dtype']} "
                                  f"tensor of shape {shape}", hint)
-        out[name] = (entry["dtype"], tuple(shape))
+        out[name] = (entry["dtype"], tuple(shape), (offsets[0], offsets[1]))
         spans.append(tuple(offsets))
     end = 0
     for begin, stop in sorted(spans):
@@ -374,7 +391,7 @@ def safetensors_header(fd: int, path, hint: Optional[str] = None) -> dict[str, t
         end = stop
     if 8 + n + end != size:
         raise RelreasonError(f"{path} is corrupt: {size} bytes, its header describes {8 + n + end} (cut, or extended)", hint)
-    return out
+    return SafetensorsLayout(8 + n, out, metadata)
 
 
 def fd_path(fd: int, path) -> str:
@@ -413,5 +430,5 @@ def escape_markup(text) -> str:
 __all__ = ["MAX_JSON_BYTES", "MAX_JSONL_BYTES", "MAX_LINE_BYTES", "MAX_DEPTH", "MAX_INT_DIGITS", "HINT", "kind_of",
            "link_error", "not_regular", "open_regular", "open_for_update", "read_fd", "read_bytes",
            "decode", "read_text", "json_depth", "parse_json", "read_json", "read_json_object", "maybe_json_object",
-           "jsonl_lines", "shown", "DTYPE_BYTES", "safetensors_header", "fd_path", "check_name", "escape",
+           "jsonl_lines", "shown", "DTYPE_BYTES", "SafetensorsLayout", "safetensors_header", "safetensors_layout", "fd_path", "check_name", "escape",
            "escape_markup"]

@@ -43,9 +43,17 @@ def trained(tmp_path_factory) -> Path:
     """A finished tiny run (best/, last/ with optimizer and trainer state, metrics, results, lock)."""
     from relreason.train import run
 
+    from relreason.data.text.splits import resolve_text_split, write_text_split
+
     tmp = tmp_path_factory.mktemp("fuzz")
     cfg = build_config("mpnn", "bfs", None, TINY + [f"data.data_dir={tmp / 'data'}"])
     run(cfg, out=tmp / "runs", name="r", show_progress=False, log=lambda m: None)
+    data = tmp / "runs" / "r" / "data"  # the dataset readers' files (a split, a CLRS-Text split), fuzzed here too
+    data.mkdir()
+    shutil.copy(sorted((tmp / "data").rglob("*.safetensors"))[0], data / "split.safetensors")
+    text = write_text_split(resolve_text_split("minimum", sizes="4", num=3, seed=0, hints=False), tmp / "text")
+    shutil.copy(text, data / "text.jsonl")
+    shutil.copy(text.with_name(text.name.replace(".jsonl", ".meta.json")), data / "text.meta.json")
     return tmp / "runs" / "r"
 
 
@@ -161,6 +169,28 @@ def _take_lock(run_dir: Path) -> None:
     RunLock(run_dir).acquire().release()
 
 
+def _read_dataset(run_dir: Path) -> None:
+    """A dataset read back is one dataset: every array of its samples, the hints as long as its trajectories."""
+    from relreason.data.store import load_dataset
+
+    ds = load_dataset(run_dir / "data" / "split.safetensors")
+    for group in (ds.inputs, ds.hints, ds.outputs):
+        assert all(a.shape[0] == len(ds.lengths) for a in group.values()), "arrays of another sample count"
+
+
+def _read_dataset_meta(run_dir: Path) -> None:
+    from relreason.data.store import read_meta
+
+    read_meta(run_dir / "data" / "split.safetensors")
+
+
+def _read_text_split(run_dir: Path) -> None:
+    from relreason.data.text.splits import load_text_split
+
+    split = load_text_split(run_dir / "data" / "text.jsonl")
+    assert all(isinstance(q, str) for q in split.questions + split.answers) and isinstance(split.algorithm, str)
+
+
 @dataclass(frozen=True)
 class Reader:
     file: str  # relative to the run directory
@@ -175,7 +205,9 @@ READERS = [Reader("config.json", _read_record), Reader("config.json", _read_run_
            Reader(".lock", _read_run_lists, lists=True), Reader("last/trainer_state.json", _read_trainer_state),
            Reader("last/optimizer.json", _read_optimizer), Reader("last/optimizer.safetensors", _read_optimizer),
            Reader("best/config.json", _read_checkpoint_config), Reader("best/model.safetensors", _read_weights),
-           Reader("best/model.safetensors", _verify_for_export)]
+           Reader("best/model.safetensors", _verify_for_export),
+           Reader("data/split.safetensors", _read_dataset), Reader("data/split.safetensors", _read_dataset_meta),
+           Reader("data/text.jsonl", _read_text_split), Reader("data/text.meta.json", _read_text_split)]
 
 
 # -- the mutations -----------------------------------------------------------------------------------

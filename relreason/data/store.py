@@ -15,9 +15,10 @@ the next write into that directory removes the temporaries of writers that are n
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
+import math
+import mmap
 import os
 import re
 import shutil
@@ -33,6 +34,7 @@ import numpy as np
 from relreason.data.specs import spec_from_json
 from relreason.data.trajectory import Dataset, pad_time
 from relreason.errors import RelreasonError, write_error
+from relreason.files import SafetensorsLayout, open_regular, parse_json, safetensors_layout
 
 _DTYPES = {np.dtype(np.float64): "F64", np.dtype(np.float32): "F32", np.dtype(np.int32): "I32",
            np.dtype(np.int64): "I64"}
@@ -172,81 +174,89 @@ def save_dataset(path: Path, ds: Dataset) -> Path:
     return write_dataset(path, [ds], ds.meta)
 
 
+REGENERATE = "regenerate it with --force (relreason generate ... --force)"
+
+
 def read_meta(path: Path) -> dict:
-    """Reads only the relreason metadata of a dataset file."""
-    header = _read_header(Path(path))
+    """Reads only the relreason metadata of a dataset file (its header checked whole first)."""
+    path = Path(path)
+    fd = _open_dataset(path)
     try:
-        return json.loads(header["__metadata__"]["relreason"])
-    except (KeyError, TypeError, json.JSONDecodeError):
+        return _meta_of(_layout(fd, path), path)
+    finally:
+        os.close(fd)
+
+
+def _open_dataset(path: Path) -> int:
+    """A read-only descriptor of the dataset file `path` (relreason.files.open_regular: a FIFO never blocks, a
+    directory, device or socket is refused by what it is); a missing file says how to make one."""
+    if not os.path.lexists(path) or (os.path.islink(path) and not os.path.exists(path)):
+        raise RelreasonError(f"dataset file {path} does not exist", "make one with `relreason generate ALGORITHM`")
+    return open_regular(path, follow=True, hint=REGENERATE)
+
+
+def _layout(fd: int, path: Path) -> SafetensorsLayout:
+    """The dataset file's safetensors layout, checked whole (relreason.files.safetensors_layout), with the
+    dtypes relreason writes only."""
+    layout = safetensors_layout(fd, path, REGENERATE)
+    odd = [f"{name} ({dtype})" for name, (dtype, _, _) in layout.tensors.items() if dtype not in _DTYPES_BACK]
+    if odd:
+        raise RelreasonError(f"{path} is not a relreason dataset: tensor {odd[0]} has a dtype relreason never writes",
+                             REGENERATE)
+    return layout
+
+
+def _meta_of(layout: SafetensorsLayout, path: Path) -> dict:
+    """The relreason metadata of a dataset's header (read by the JSON guard), with the keys a reader needs."""
+    text = layout.metadata.get("relreason")
+    meta = parse_json(text, path, REGENERATE) if text is not None else None
+    if not isinstance(meta, dict) or not isinstance(meta.get("algorithm"), str) or not isinstance(meta.get("spec"),
+                                                                                                 (dict, list)):
         raise RelreasonError(f"{path} is a safetensors file but not a relreason dataset",
-                             "make one with `relreason generate`") from None
-
-
-def _open_dataset(path: Path):
-    """Opens a dataset file for reading; a missing file, a directory or a permission problem is a
-    RelreasonError that says which (never "corrupt")."""
-    try:
-        return open(path, "rb")
-    except FileNotFoundError:
-        raise RelreasonError(f"dataset file {path} does not exist",
-                             "make one with `relreason generate ALGORITHM`") from None
-    except IsADirectoryError:
-        raise RelreasonError(f"{path} is a directory, not a dataset file",
-                             f"give a file inside it, e.g. {path}/test.safetensors") from None
-    except PermissionError:
-        raise RelreasonError(f"cannot read {path}: permission denied",
-                             "check the permissions of the file and its directories (ls -l)") from None
-    except OSError as e:
-        if e.errno == errno.ENOTDIR:
-            raise RelreasonError(f"{path} does not exist (a part of the path is a file, not a directory)",
-                                 "check the path") from None
-        raise
-
-
-def _read_header(path: Path) -> dict:
-    with _open_dataset(path) as f:
-        size = os.fstat(f.fileno()).st_size
-        raw = f.read(8)
-        if len(raw) < 8:
-            raise RelreasonError(f"{path} is not a safetensors file (too short)", "regenerate it with --force")
-        (n,) = struct.unpack("<Q", raw)
-        if n > min(size - 8, 100_000_000):
-            raise RelreasonError(f"{path} is corrupt or truncated (bad header length)", "regenerate it with --force")
-        try:
-            header = json.loads(f.read(n))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise RelreasonError(f"{path} is corrupt (unreadable header)", "regenerate it with --force") from None
-    end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
-    if 8 + n + end != size:
-        raise RelreasonError(f"{path} is truncated or corrupt ({size} bytes, header promises {8 + n + end})",
-                             "regenerate it with --force")
-    return header
+                             "make one with `relreason generate`")
+    return meta
 
 
 def load_dataset(path: Path) -> Dataset:
-    """Loads a dataset file written by `write_dataset`; arrays come back identical."""
+    """Loads a dataset file written by `write_dataset`; arrays come back identical. The header is checked whole
+    and the arrays are read from the same open file (what was checked is what is read); arrays that do not
+    describe one dataset (sample counts, hint steps) are refused in one line."""
     path = Path(path)
-    header = _read_header(path)
-    meta = read_meta(path)
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-    data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + n)
-    arrays = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        lo, hi = info["data_offsets"]
-        try:
-            arrays[name] = np.frombuffer(data[lo:hi], dtype=_DTYPES_BACK[info["dtype"]]).reshape(info["shape"]).copy()
-        except (KeyError, ValueError):
-            raise RelreasonError(f"{path} is corrupt (tensor {name})", "regenerate it with --force") from None
-    spec = spec_from_json(meta["spec"])
+    fd = _open_dataset(path)
+    try:
+        layout = _layout(fd, path)
+        meta = _meta_of(layout, path)
+        with mmap.mmap(fd, os.fstat(fd).st_size, access=mmap.ACCESS_READ) as data:
+            arrays = {name: np.frombuffer(data, _DTYPES_BACK[dtype], math.prod(shape), layout.data_start + lo)
+                      .reshape(shape).copy() for name, (dtype, shape, (lo, _)) in layout.tensors.items()}
+    finally:
+        os.close(fd)
+    try:
+        spec = spec_from_json(meta["spec"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise RelreasonError(f"{path} is not a relreason dataset (its spec does not read)", REGENERATE) from None
     pick = lambda prefix: {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}  # noqa: E731
-    if "lengths" not in arrays:
-        raise RelreasonError(f"{path} is not a relreason dataset (no lengths)", "regenerate it with --force")
+    _check_arrays(arrays, path)
     sizes = arrays["sizes"].astype(np.int64) if "sizes" in arrays else None
     return Dataset(meta["algorithm"], spec, pick("input."), pick("hint."), pick("output."),
                    arrays["lengths"].astype(np.int64), meta, sizes)
+
+
+def _check_arrays(arrays: dict[str, np.ndarray], path: Path) -> None:
+    """One dataset's arrays: `lengths` (num,) of hint steps >= 1, every other array num samples first, and the
+    hints as many steps as the longest trajectory at least."""
+    lengths = arrays.get("lengths")
+    if lengths is None or lengths.ndim != 1:
+        raise RelreasonError(f"{path} is not a relreason dataset (no lengths vector)", REGENERATE)
+    num = len(lengths)
+    if num and (lengths.min() < 1 or not np.all(np.isfinite(lengths))):
+        raise RelreasonError(f"{path} is corrupt: its lengths must be whole step counts >= 1", REGENERATE)
+    for name, a in arrays.items():
+        if a.ndim == 0 or a.shape[0] != num:
+            raise RelreasonError(f"{path} is corrupt: {name} holds {a.shape[0] if a.ndim else 0} samples, "
+                                 f"lengths {num}", REGENERATE)
+        if name.startswith("hint.") and num and (a.ndim < 2 or a.shape[1] < lengths.max()):
+            raise RelreasonError(f"{path} is corrupt: {name} has fewer steps than its longest trajectory", REGENERATE)
 
 
 def fingerprint(arrays: dict[str, np.ndarray]) -> str:

@@ -15,6 +15,7 @@ relreason.eval.text_score).
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from relreason.data.store import atomic_path
 from relreason.data.text.presets import DEFAULT_PRESET, TextPiece, text_split
 from relreason.data.text.streams import CHUNK, DECIMALS, TextBatch, check_stream, text_batches
 from relreason.errors import RelreasonError, write_error
+from relreason.files import jsonl_lines, parse_json, read_json_object
 
 
 def parse_sizes(text: str) -> tuple[int, ...]:
@@ -214,25 +216,29 @@ class TextSplit:
 
 
 def load_text_split(path) -> TextSplit:
-    """Reads a JSONL split written by `write_text_split` (one-line errors name the bad line)."""
+    """Reads a JSONL split written by `write_text_split` through relreason.files' guarded readers (a regular
+    file, bounded lines, bounded JSON): one-line errors name the bad line."""
     path = Path(path)
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise RelreasonError(f"text split {path} does not exist", "make one with `relreason generate ALG --text`")
+    hint = "regenerate the file with --force"
     questions, answers, lengths, algorithms = [], [], [], set()
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            try:
-                row = json.loads(line)
-                questions.append(row["question"])
-                answers.append(row["answer"])
-                lengths.append(int(row["length"]))
-                algorithms.add(row["algorithm"])
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                raise RelreasonError(f"{path}:{i} is not a CLRS-Text line",
-                                     "regenerate the file with --force") from None
+    for i, line in jsonl_lines(path, hint=hint, follow=True, strict=True):
+        row = parse_json(line, f"{path}:{i}", hint)
+        fields = [row.get(k) for k in ("question", "answer", "length", "algorithm")] if isinstance(row, dict) else []
+        if not (fields and isinstance(fields[0], str) and isinstance(fields[1], str) and type(fields[2]) is int
+                and fields[2] >= 0 and isinstance(fields[3], str)):
+            raise RelreasonError(f"{path}:{i} is not a CLRS-Text line (question, answer: text; length: a whole "
+                                 "number; algorithm: a name)", hint)
+        questions.append(fields[0])
+        answers.append(fields[1])
+        lengths.append(fields[2])
+        algorithms.add(fields[3])
     if len(algorithms) > 1:
         raise RelreasonError(f"{path} mixes algorithms {sorted(algorithms)}", "regenerate the file with --force")
     meta_path = _meta_path(path)
-    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    meta = read_json_object(meta_path, hint=hint, follow=True) if os.path.lexists(meta_path) else {}
     name = algorithms.pop() if algorithms else meta.get("algorithm", "")
+    if not isinstance(name, str):
+        raise RelreasonError(f"{meta_path}: algorithm {name!r} is not a name", hint)
     return TextSplit(name, questions, answers, np.array(lengths, dtype=np.int64), meta)
