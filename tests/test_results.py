@@ -157,6 +157,21 @@ def test_model_selection_reads_the_validations_and_tests_the_last_checkpoint_onc
         model_selection(out.run_dir, cached)
 
 
+def test_a_run_that_tests_its_final_model_has_no_model_selection_to_report(tmp_path, monkeypatch):
+    """train.select last: the tested checkpoint is the final one; no block says it was "the first that reached
+    the best validation score", and nothing is evaluated for it."""
+    from relreason.config import build_config
+    from relreason.studies.results import model_selection
+    from relreason.train import evaluation, run
+
+    cfg = build_config("mpnn", "bfs", "quick", ["train.train_examples=32", "train.eval_every_examples=16",
+                                                 "train.batch_size=8", "data.val_num=4", "data.test_num=4",
+                                                 "model.hidden=8", "train.select=last"])
+    out = run(cfg, out=tmp_path, name="r", show_progress=False, log=lambda m: None)
+    monkeypatch.setattr(evaluation, "evaluate_checkpoint", lambda *a, **k: pytest.fail("evaluated"))
+    assert out.best_examples == 32 and model_selection(out.run_dir) is None
+
+
 def test_a_cell_shared_by_several_tables_is_shown_once_and_pointed_to(tmp_path):
     """The RT column of the ablation tables (13-17) is rt-table19's RT: its cell is one run, shown in full
     once; a later table that has no cell of its own says where it is, until its ablated column has one."""

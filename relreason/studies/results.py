@@ -128,12 +128,14 @@ def model_selection(run: Path, cached: Path | None = None) -> dict | None:
     first), with the test score of the selected checkpoint and two diagnostics that are not the protocol:
     the test score of the last checkpoint (`last/`, on the run's own test split) and the selected
     checkpoint's score on a larger independent test set at the same size (DIAGNOSTIC_TEST_*; single
-    CLRS tasks only). None when the run has no validations or no last checkpoint. `cached`: a record
-    written before for this same run is reused instead of evaluating again."""
+    CLRS tasks only). None when the run has no validations or no last checkpoint, or selects none (train.select
+    last: the final checkpoint is the one tested). `cached`: a record written before for this same run is reused
+    instead of evaluating again."""
     files = RunDir(run)
     res = read_results(files.results)
     vals = [r for r in read_metrics(files.metrics) if isinstance(r, ValidationRow)]
-    if not vals or not files.last.weights.is_file() or res.best_val is None:
+    if not vals or not files.last.weights.is_file() or res.best_val is None or \
+            (res.config.get("train") or {}).get("select", "best") == "last":
         return None
     at_best = [r.examples for r in vals if r.score == res.best_val]
     record = {"validations": len(vals), "best_val": res.best_val, "at_best": len(at_best),
