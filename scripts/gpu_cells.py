@@ -61,9 +61,22 @@ def parked_name(rel: Path) -> str:
     return "~".join(rel.parts) + ".tar"
 
 
-def next_cells(plan: Path, results: Path, work: Path, sets: list[str], log) -> list:
+def study_sets(study, sets: list[str], data_dir: str) -> list[str]:
+    """`sets` with where a study's datasets go (an incidental key: the same cells): data.data_dir for a graph
+    table's cells; for a text table (its data made in memory), nar.data.data_dir for the NAR cells its TransNAR
+    column reads."""
+    from relreason.models.catalog import Family, find_model
+
+    if not all(find_model(v.model)[0] is Family.TEXT for v in study.variants):
+        return [f"data.data_dir={data_dir}", *sets]
+    return ([f"nar.data.data_dir={data_dir}"] if any(v.nar is not None for v in study.variants) else []) + sets
+
+
+def next_cells(plan: Path, results: Path, work: Path, sets: list[str], log, data_dir: str | None = None) -> list:
     """The plan's cells, in its order, that are neither committed under `results` nor finished under `work`
-    (relreason.studies.plan's lines, planned under `work` as the lanes plan theirs under reproduce/)."""
+    (relreason.studies.plan's lines, planned under `work` as the lanes plan theirs under reproduce/). A TransNAR
+    cell's NAR cell comes first where it is not finished under `work` (its weights are never committed, so a
+    NAR committed by a CPU lane trains again here; `train_packs` trains it in an earlier pack)."""
     from relreason.studies.cells import cell_state, committed_result, plan_cells
     from relreason.studies.plan import read_plan
     from relreason.studies.sweep import parse_models
@@ -74,7 +87,8 @@ def next_cells(plan: Path, results: Path, work: Path, sets: list[str], log) -> l
     for line in read_plan(plan):
         study = TABLES.get(line.table)
         tasks = expand_tasks(line.tasks if line.tasks is not None else study.tasks)
-        for c in plan_cells(study, tasks, tuple(range(line.seeds)), None, work, sets, parse_models(line.models)):
+        mine = study_sets(study, sets, data_dir or str(work / "data"))
+        for c in plan_cells(study, tasks, tuple(range(line.seeds)), None, work, mine, parse_models(line.models)):
             if c.directory in seen or committed_result(c, work, results) is not None:
                 continue
             seen.add(c.directory)
@@ -82,6 +96,9 @@ def next_cells(plan: Path, results: Path, work: Path, sets: list[str], log) -> l
             if state == "stale":
                 log(f"skipped {c.directory.relative_to(work / 'cells')}: its directory holds another configuration")
             elif state != "done":
+                if c.nar is not None and c.nar.directory not in seen and cell_state(c.nar) != "done":
+                    seen.add(c.nar.directory)
+                    todo.append(c.nar)
                 todo.append(c)
     return todo
 
@@ -160,15 +177,25 @@ def train_packs(cells: list, pack_size: int, deadline: Deadline, log, eval_threa
     in `failures` and tried once more from its cells' checkpoints with its validations one after another
     (eval_threads 1: the older path), and so are the packs after it; a second failure marks its cells failed.
     The GPU time is not lost to one broken path, and the report says what broke."""
-    from relreason.studies.cells import cell_label
+    from relreason.studies.cells import cell_label, cell_state
     from relreason.studies.training import train_group
 
     status, packs = {}, []
     failures = [] if failures is None else failures
-    for i in range(0, len(cells), pack_size):
+    nars = {c.nar.directory for c in cells if c.nar is not None}
+    ready, waiting = [c for c in cells if c.directory in nars], [c for c in cells if c.directory not in nars]
+    groups = [ready[i:i + pack_size] for i in range(0, len(ready), pack_size)]  # the NARs first, packed apart
+    while groups or waiting:
         if deadline.left() <= 0:
             break
-        group = cells[i:i + pack_size]
+        if not groups:  # the cells whose NAR is trained now (a TransNAR reads its NAR's weights when it starts)
+            ready = [c for c in waiting if c.nar is None or cell_state(c.nar) == "done"]
+            for c in waiting:
+                if c not in ready:
+                    status[c.directory] = "not started: its NAR cell did not finish"
+            waiting, groups = [], [ready[i:i + pack_size] for i in range(0, len(ready), pack_size)]
+            continue
+        group = groups.pop(0)
         log(f"pack of {len(group)}: " + "; ".join(cell_label(c) for c in group))
         for attempt in (1, 2):
             try:
@@ -438,19 +465,23 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(args.work) if args.work else Path(tmp) / "work"
         stage = Path(tmp) / "stage"
         stage.mkdir()
-        sets.insert(0, f"data.data_dir={args.data_dir or work / 'data'}")  # incidental: the same cells
+        data_dir = args.data_dir or str(work / "data")  # incidental: the same cells (study_sets)
         if args.measure:
             try:
-                report["measure"] = measure(device, args.quick, args.steps, sets, log)
+                report["measure"] = measure(device, args.quick, args.steps, [f"data.data_dir={data_dir}", *sets], log)
             except Exception as exc:  # recorded, not hidden; the plan's cells still train
                 traceback.print_exc()
                 report["measure"] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
                 failed = True
-        cells = next_cells(Path(args.plan), results, work, sets, log)
+        cells = next_cells(Path(args.plan), results, work, sets, log, data_dir)
         if device.type == "cuda":
             cells = captured(cells, log)
         log(f"{len(cells)} unfinished cells in {args.plan}; {deadline.left() / 60:.1f} minutes left")
         restore_parked(cells, results, work, log)
+        from relreason.studies.cells import committed_result
+
+        again = [c.directory.relative_to(work / "cells") for c in cells
+                 if committed_result(c, work, results) is not None]  # only NAR cells can be both committed and here
         report["failures"] = []
         status, packs = train_packs(cells, args.pack_size, deadline, log, args.eval_threads, report["failures"])
         failed = failed or bool(report["failures"])
@@ -460,6 +491,9 @@ def main(argv: list[str] | None = None) -> int:
 
         if tried:
             collect_results(work, stage)
+            for rel in again:  # a NAR a CPU lane committed, trained again for its TransNAR cells: its record stays
+                for kind in ("cells", "curves", "progress", "selection"):
+                    (stage / kind / f"{rel}.json").unlink(missing_ok=True)
         report["parked"], report["obsolete_parked"] = park(tried, work, stage, results, log)
         report["cells"] = {str(c.directory.relative_to(work / "cells")): status[c.directory] for c in tried}
         report["finished"] = sorted(str(p.relative_to(stage / "cells")) for p in (stage / "cells").rglob("*.json")) \

@@ -111,6 +111,43 @@ def test_a_pack_that_fails_is_recorded_and_trained_again_with_its_validations_on
         (tmp_path / "out" / "gpu_cells.md").read_text()
 
 
+def test_a_transnar_cell_trains_after_its_nar_cell_and_a_committed_nar_record_stays(tmp_path):
+    """A NAR's weights are never committed: the TransNAR cell's NAR cell trains first, in a pack of its own
+    (packed together, the TransNAR would start before its NAR exists); where a CPU lane already committed that NAR
+    cell, it trains again for its TransNAR cells and its committed record is not replaced."""
+    text = ["model.layers=1", "model.width=16", "model.heads=2", "train.batch_size=4", "train.train_examples=8",
+            "train.eval_every_examples=8", "data.train_num=8", "data.val_num=1", "data.test_num=2",
+            "nar.model.hidden=8", "nar.train.batch_size=4", "nar.train.train_examples=8",
+            "nar.train.eval_every_examples=8", "nar.data.val_num=4", "nar.data.test_num=4"]
+    sets = [x for s in text for x in ("--set", s)]
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "plan.txt").write_text("1: transnar-ood --tasks text:insertion_sort --seeds 1\n")
+    nar = "triplet_gmpnn/transnar_ood_nar/insertion_sort/seed0"
+
+    def once(out):
+        assert script().main(["--out", str(out), "--device", "cpu", "--minutes", "5", "--plan",
+                              str(results / "plan.txt"), "--results", str(results), *sets]) == 0
+        report = within_limits(out)
+        log = (out / "gpu_cells.log").read_text()
+        return report, log
+
+    report, log = once(tmp_path / "out1")
+    assert report["cells"] == {nar: "trained", "transnar/transnar_ood/text:insertion_sort/seed0": "trained",
+                               "transnar/transnar_ood+model.use_nar=false/text:insertion_sort/seed0": "trained"}
+    assert log.index("pack of 1: triplet-gmpnn nar / insertion_sort / seed 0") < log.index("pack of 2: ")
+    assert f"{nar}.json" in report["finished"]
+    with tarfile.open(tmp_path / "out1" / "results.tar") as tar:  # a lane committed the NAR cell alone
+        tar.extractall(results, filter=lambda member, path: member if nar in member.name else None)
+    committed = (results / "cells" / f"{nar}.json").read_bytes()
+    report, _ = once(tmp_path / "out2")
+    assert report["cells"][nar] == "trained" and f"{nar}.json" not in report["finished"]
+    assert len(report["finished"]) == 2
+    with tarfile.open(tmp_path / "out2" / "results.tar") as tar:
+        tar.extractall(results, filter="data")
+    assert (results / "cells" / f"{nar}.json").read_bytes() == committed
+
+
 def test_the_results_are_split_or_refused_beyond_the_limits(tmp_path, monkeypatch):
     gc = script()
     stage, out = tmp_path / "stage", tmp_path / "out"

@@ -262,6 +262,14 @@ def test_a_new_transnar_run_refuses_a_nar_checkpoint_that_is_not_the_recorded_on
     assert not (tmp_path / "runs" / "t" / "config.json").exists()
 
 
+def test_a_nar_checkpoint_that_differs_in_where_and_how_it_ran_is_the_recorded_one(tmp_path, nar_run):
+    """A NAR captured as CUDA graphs, or run on other threads, computed what its record says: it is read."""
+    cfg = tiny("transnar", "text:binary_search", [f"model.nar={nar_run}"])
+    cfg.model.nar_config["config"]["train"].update(threads=7, static_step=True, cuda_graph=True)
+    wl = TransNARWorkload(cfg, CPU)
+    assert wl.nar_loaded and wl.fresh_start_problem() is None
+
+
 @pytest.mark.slow
 def test_transnar_trains_and_evaluates_from_its_checkpoint_alone(tmp_path, nar_run):
     import shutil

@@ -24,6 +24,7 @@ from relreason.errors import RelreasonError
 from relreason.models.batch import Batch
 from relreason.models.build import build_nar
 from relreason.models.text import TextTransformer, TransNAR
+from relreason.protocol import run_identity
 from relreason.rundir import CHECKPOINT_CONFIG
 from relreason.tasks import task_entries
 from relreason.train import checkpoint as ckpt
@@ -66,10 +67,12 @@ def concat_batches(batches: list) -> object:
 
 
 def nar_checkpoint_matches(nar_config: dict) -> bool:
-    """Whether the NAR checkpoint a TransNAR recorded (model.nar_config) is here and still holds the recorded
-    config (its weights are then the ones the record speaks of)."""
+    """Whether the NAR checkpoint a TransNAR recorded (model.nar_config) is here and holds what the recorded
+    config computes (relreason.protocol.run_identity: where and how it ran aside, e.g. a NAR captured as CUDA
+    graphs on a GPU), so that its weights are the ones the record speaks of."""
     source = Path(nar_config["checkpoint"])
-    return (source / CHECKPOINT_CONFIG).is_file() and ckpt.read_checkpoint_meta(source)["config"] == nar_config["config"]
+    return (source / CHECKPOINT_CONFIG).is_file() and \
+        run_identity(ckpt.read_checkpoint_meta(source)["config"]) == run_identity(nar_config["config"])
 
 
 class TransNARWorkload(TextWorkload):
