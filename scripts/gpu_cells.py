@@ -109,8 +109,10 @@ def capture_problems(cfg) -> list[str]:
     from relreason.models.catalog import Family, find_model
     from relreason.models.config import SparseMode
 
+    if find_model(cfg.model_name)[0] is not Family.NAR:
+        return ["not a graph (NAR) workload"]  # a text model has no sparse or processor settings to read
     out = []
-    if find_model(cfg.model_name)[0] is not Family.NAR or len(cfg.tasks) > 1:
+    if len(cfg.tasks) > 1:
         out.append("not a one-task graph workload")
     if getattr(cfg.processor, "dropout", 0):
         out.append("processor.dropout draws from torch's global generator")

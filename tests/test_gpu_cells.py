@@ -148,6 +148,22 @@ def test_a_transnar_cell_trains_after_its_nar_cell_and_a_committed_nar_record_st
     assert (results / "cells" / f"{nar}.json").read_bytes() == committed
 
 
+def test_the_committed_plan_plans_for_a_gpu_run(tmp_path):
+    """What a GPU run does first, without training: every line of results/plan.txt plans its next cells (text
+    tables too: no graph-only key set on them) and each is captured where it can be (a text model is not, and
+    says so, never crashes on graph-only settings)."""
+    gc = script()
+    work = tmp_path / "work"
+    cells = gc.next_cells(ROOT / "results" / "plan.txt", ROOT / "results", work, ["train.device=cuda"],
+                          lambda m: None, str(work / "data"))
+    assert cells
+    captured = gc.captured(cells, lambda m: None)
+    text = [c for c in captured if c.config.model_name in ("transnar", "text_transformer")]
+    assert text and all(not c.config.train.cuda_graph for c in text)  # the plan holds the TransNAR study
+    assert all(c.config.train.cuda_graph for c in captured if c.config.model_name == "triplet_gmpnn")
+    assert gc.capture_problems(text[0].config) == ["not a graph (NAR) workload"]
+
+
 def test_the_results_are_split_or_refused_beyond_the_limits(tmp_path, monkeypatch):
     gc = script()
     stage, out = tmp_path / "stage", tmp_path / "out"
