@@ -143,5 +143,5 @@ TABLES.register("transnar-ood", Study(
            "per-algorithm figures could not be read here, none is printed beside ours",
     note="a reduced-scale test of the paper's claim, not its protocol (a 70M-parameter model trained on all "
          "algorithms at once with a NAR trained on all of CLRS-30): one 0.81M-parameter model per algorithm, "
-         "16,000 examples, a Triplet-GMPNN pre-trained per algorithm and seed "
+         "64,000 examples, a Triplet-GMPNN pre-trained per algorithm and seed "
          "(relreason/recipes/transnar_ood_nar.yaml) and read by the TransNAR cell of that algorithm and seed; --set nar.SECTION.KEY=VALUE sets the NAR cells"))
