@@ -160,17 +160,18 @@ def time_left(cells: list[Cell], at_once: int = 1) -> str:
     return f"predicted {hours(sum(seconds) / at_once)} left" + (f" ({at_once} at once)" if at_once > 1 else "")
 
 
-def estimate_cells(cells: list[Cell], costs: Path | None = None) -> Estimate:
-    """The predicted cost of training `cells` one after another, from the measured costs (module docstring)."""
+def estimate_cells(cells: list[Cell], costs: Path | None = None, left: list[float] | None = None) -> Estimate:
+    """The predicted cost of training `cells` one after another, from the measured costs (module docstring);
+    `left[k]`: the fraction of cell k's examples still to train (default: all of each)."""
     seconds, unmeasured, missing, machines, elsewhere = 0.0, [], 0, set(), 0
-    for c in cells:
+    for k, c in enumerate(cells):
         m = measured_cell(c, costs)
         if m is None:
             model, recipe, delta, batch = cost_key(c)
             unmeasured.append(f"{model} {recipe}{f'+{delta}' if delta else ''}, batch {batch}")
             missing += 1
             continue
-        seconds += m[0]
+        seconds += m[0] * (1.0 if left is None else left[k])
         machines.add(m[1])
         elsewhere += not m[2]
     return Estimate(len(cells), seconds, tuple(dict.fromkeys(unmeasured)), missing, tuple(sorted(machines)),

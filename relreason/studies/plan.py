@@ -24,7 +24,7 @@ from pathlib import Path
 from relreason.errors import RelreasonError
 from relreason.files import MAX_JSON_BYTES, maybe_json_object, read_text
 from relreason.studies.cells import Cell, check_models, committed_result, plan_cells, result_identity
-from relreason.studies.costs import hours, measured_cell
+from relreason.studies.costs import estimate_cells, hours
 from relreason.studies.sweep import parse_models
 from relreason.studies.tables import TABLES
 from relreason.tasks import expand_tasks
@@ -139,17 +139,10 @@ def time_left_of(left: list[tuple[Cell, float]]) -> str:
     fraction of its examples still to train; the cells no measurement covers, or priced from other tasks, said."""
     if not left:
         return "-"
-    seconds, unknown, elsewhere = 0.0, 0, 0
-    for cell, fraction in left:
-        m = measured_cell(cell)
-        if m is None:
-            unknown += 1
-            continue
-        seconds += m[0] * fraction
-        elsewhere += not m[2]
-    notes = ([f"{unknown} cell(s) not measured"] if unknown else []) + \
-        ([f"{elsewhere} priced from other tasks"] if elsewhere else [])
-    return (hours(seconds) if unknown < len(left) else "-") + (f" ({'; '.join(notes)})" if notes else "")
+    e = estimate_cells([c for c, _ in left], left=[f for _, f in left])
+    notes = ([f"{e.unmeasured_cells} cell(s) not measured"] if e.unmeasured_cells else []) + \
+        ([f"{e.other_task_cells} priced from other tasks"] if e.other_task_cells else [])
+    return (hours(e.seconds) if e.unmeasured_cells < e.cells else "-") + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def main(argv: list[str]) -> int:

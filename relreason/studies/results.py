@@ -196,6 +196,12 @@ def verify_device(made_on: str, cuda_here: bool) -> tuple[str, bool]:
     return "cpu", made_on != "cpu"
 
 
+def retrain_keys(device: str) -> dict:
+    """The train keys a --verify re-training sets (incidental: the same computation): its device, and on the CPU
+    no CUDA graphs."""
+    return {"device": device} if device == "cuda" else {"device": "cpu", "cuda_graph": False}
+
+
 def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda m: None,
                 made_on: str = "cpu") -> dict:
     """Re-trains a cell (its resolved `config`, its seed) with today's code up to the `validations`-th
@@ -220,7 +226,7 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
                              "verify cells trained at a constant rate (every paper recipe)")
     upto = stored[-1]["examples"]
     device, across = verify_device(made_on, torch.cuda.is_available())
-    on = {"device": device} if device == "cuda" else {"device": "cpu", "cuda_graph": False}  # incidental keys
+    on = retrain_keys(device)
     cfg = dataclasses.replace(config, train=dataclasses.replace(t, train_examples=max(upto, t.batch_size), **on))
     score_atol, loss_rtol = (CROSS_DEVICE_SCORE_ATOL, CROSS_DEVICE_LOSS_RTOL) if across else (0.0, VERIFY_LOSS_RTOL)
     scratch = Path(workdir) / "verify"
@@ -322,9 +328,9 @@ def nar_at_hand(config, nar_rel: Path, results: Path, workdir: Path, log=lambda 
     record = read_object(stored)
     made_on = device_kind(record.get("hardware") or [])
     device, across = verify_device(made_on, torch.cuda.is_available())
-    t = config_from_dict(record["config"]).train
-    on = {"device": device} if device == "cuda" else {"device": "cpu", "cuda_graph": False}  # incidental keys
     nar_cfg = config_from_dict(record["config"])
+    t = nar_cfg.train
+    on = retrain_keys(device)
     nar_cfg = dataclasses.replace(nar_cfg, train=dataclasses.replace(t, **on))
     if (Path(workdir) / "nar").is_dir():  # an earlier --verify's re-training: start afresh
         shutil.rmtree(Path(workdir) / "nar")
