@@ -153,7 +153,7 @@ def _clrs_loader(name: str) -> Callable[..., Dataset]:
         default_size = {"train": data.train_size, "val": data.val_size, "test": data.test_size}[split]
         default_num = {"train": data.train_num, "val": data.val_num, "test": data.test_num}[split]
         return cached_split(name, split, data.data_dir, size=_pick(size, default_size), num=_pick(num, default_num),
-                            seed=seed, graph=data.graph_of(split))
+                            seed=seed, graph=data.graph_of(split), v1=data.matcher_v1(split, name))
 
     return load
 

@@ -21,6 +21,14 @@ Re-run (from the repository root, with the reference's venv; it must never be ou
     /work/refenv/bin/python scripts/golden_digests.py --algorithms bfs,insertion_sort --check
         # recompute some and compare with the file, writing nothing
 
+`--v1` writes tests/data/golden_digests_v1.json instead: the string matchers' splits as CLRS v1.0.0 drew them
+(the CLRS30 v1.0.0 dataset: a needle of n // 4 on top of a haystack of n, 80 nodes at n = 64), for
+`data.matcher_v1_splits`. Only `clrs/_src` of the v1.0.0 tag is needed (its samplers import jax, chex, attr):
+
+    python -m venv /tmp/refv1 && /tmp/refv1/bin/pip install numpy==1.26.4 jax==0.4.30 jaxlib==0.4.30 chex==0.1.86 attrs absl-py
+    git -C CLRS_CHECKOUT archive v1.0.0 clrs/_src | tar x -C /tmp/clrsv1
+    PYTHONPATH=/tmp/clrsv1 /tmp/refv1/bin/python scripts/golden_digests.py --v1
+
 `import clrs` imports TensorFlow and TensorFlow Datasets, which the samplers never use; where they are
 not installed the stand-ins of scripts/golden_text.py take their place.
 """
@@ -39,7 +47,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from golden_text import _stand_in_tensorflow  # noqa: E402  (the same stand-ins as the CLRS-Text goldens)
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "golden_digests.json"
+OUT_V1 = OUT.with_name("golden_digests_v1.json")
 SPLITS = ("train", "val", "test")
+V1_ALGORITHMS = ("naive_string_matcher", "kmp_matcher")  # the samplers CLRS changed after v1.0.0 (2df2d48)
 
 
 def digest(arrays: dict[str, np.ndarray]) -> str:
@@ -74,6 +84,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--algorithms", help="comma-separated subset (default: all 30; writing needs all 30)")
     parser.add_argument("--check", action="store_true", help="compare with the file instead of writing it")
+    parser.add_argument("--v1", action="store_true", help="the clrs on the path is v1.0.0: the string matchers' "
+                                                         "digests, into golden_digests_v1.json")
     args = parser.parse_args()
 
     _stand_in_tensorflow()
@@ -83,25 +95,33 @@ def main() -> None:
 
     absl_logging.set_verbosity(absl_logging.ERROR)
     logging.getLogger("absl").setLevel(logging.ERROR)
-    from clrs._src import specs
+    import inspect
 
-    names = args.algorithms.split(",") if args.algorithms else list(specs.CLRS_30_ALGS)
-    unknown = set(names) - set(specs.CLRS_30_ALGS)
+    from clrs._src import samplers, specs
+
+    v1_source = "length // 4" in inspect.getsource(samplers.MatcherSampler._sample_data)  # v1's needle
+    if args.v1 != v1_source:
+        sys.exit("--v1 needs CLRS v1.0.0's clrs/_src on the path" if args.v1 else
+                 f"the clrs at {samplers.__file__} is v1.0.0: pass --v1, or put clrs 2.0.3 on the path")
+    out = OUT_V1 if args.v1 else OUT
+    every = list(V1_ALGORITHMS) if args.v1 else list(specs.CLRS_30_ALGS)
+    names = args.algorithms.split(",") if args.algorithms else every
+    unknown = set(names) - set(every)
     if unknown:
-        sys.exit(f"not CLRS-30 algorithms: {', '.join(sorted(unknown))}")
+        sys.exit(f"not {'string matchers' if args.v1 else 'CLRS-30 algorithms'}: {', '.join(sorted(unknown))}")
     digests = {}
     for name in names:
         digests[name] = {split: digest(reference_split(name, split)) for split in SPLITS}
         print(name, digests[name], file=sys.stderr)
     if args.check:
-        recorded = json.loads(OUT.read_text())
+        recorded = json.loads(out.read_text())
         wrong = [f"{n}/{s}" for n in names for s in SPLITS if recorded.get(n, {}).get(s) != digests[n][s]]
         print("all equal" if not wrong else "differ: " + ", ".join(wrong))
         sys.exit(1 if wrong else 0)
-    if set(names) != set(specs.CLRS_30_ALGS):
-        sys.exit("writing the golden file needs all 30 algorithms (drop --algorithms, or add --check)")
-    OUT.write_text(json.dumps(digests, indent=1) + "\n")
-    print(f"wrote {OUT}", file=sys.stderr)
+    if set(names) != set(every):
+        sys.exit(f"writing the golden file needs all {len(every)} algorithms (drop --algorithms, or add --check)")
+    out.write_text(json.dumps(digests, indent=1) + "\n")
+    print(f"wrote {out}", file=sys.stderr)
 
 
 if __name__ == "__main__":

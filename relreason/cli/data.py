@@ -36,17 +36,20 @@ def one_graph(text: str) -> str:
 
 
 def generate_file(task: str, split: str | None, size: int | None, num: int | None, seed: int | None,
-                  out_dir: Path, force: bool, graph: str | None = None) -> Path:
-    """Writes a task's split to disk with a progress bar on stderr; `graph`: a graph family (graph algorithms)."""
+                  out_dir: Path, force: bool, graph: str | None = None, v1: bool = False) -> Path:
+    """Writes a task's split to disk with a progress bar on stderr; `graph`: a graph family (graph algorithms);
+    `v1`: CLRS v1.0.0's sampler (the string matchers)."""
     from relreason.tasks import TASKS  # CLI start-up: loads on use
 
     t = TASKS.get(task)
-    if graph is not None:
+    if graph is not None or v1:
         if task not in ALGORITHMS:
-            raise RelreasonError(f"--graph applies to the graph algorithms; {task} is a {t.kind} task", "drop --graph")
-        total = resolve_split(task, split, size, num, seed, graph)["num"]
-        with progress(total, f"{task} {'custom' if split is None else split} ({graph})", unit="sample") as bar:
-            return write_split(task, split, size, num, seed, out_dir, force, on_chunk=bar.update, graph=graph)
+            raise RelreasonError(f"{'--graph' if graph is not None else '--clrs-v1'} applies to CLRS algorithms; "
+                                 f"{task} is a {t.kind} task", f"drop {'--graph' if graph is not None else '--clrs-v1'}")
+        total = resolve_split(task, split, size, num, seed, graph, v1)["num"]
+        what = f" ({graph})" if graph is not None else " (clrs v1.0.0 sampler)"
+        with progress(total, f"{task} {'custom' if split is None else split}{what}", unit="sample") as bar:
+            return write_split(task, split, size, num, seed, out_dir, force, on_chunk=bar.update, graph=graph, v1=v1)
     if task in ALGORITHMS:
         total = resolve_split(task, split, size, num, seed)["num"]
     elif t.kind == "lobster":
@@ -96,6 +99,9 @@ def generate_cmd(
                                                   show_default=False)] = None,
     graph: Annotated[Optional[str], typer.Option("--graph", help=graph_help("Graph family of a graph algorithm"),
                                                  show_default="the benchmark's")] = None,
+    clrs_v1: Annotated[bool, typer.Option("--clrs-v1", help="String matchers: the split as CLRS v1.0.0 drew it "
+                                          "(a needle of size // 4 on top of a haystack of size: the CLRS30 v1.0.0 "
+                                          "archive the CLRS-30 and Ibarz et al. papers ran on).")] = False,
 ) -> None:
     """Generate a dataset split with full hint trajectories, or its CLRS-Text form (--text).
 
@@ -104,6 +110,7 @@ def generate_cmd(
       relreason generate insertion_sort --split train --num 10000\n
       relreason generate dfs --size 32 --num 500 --seed 7 --out mydata\n
       relreason generate bfs --split test --graph ws:k=4,p=0.1\n
+      relreason generate naive_string_matcher --split test --clrs-v1\n
       relreason generate lobster --split test\n
       relreason generate insertion_sort --text --hints\n
       relreason generate bfs --text --sizes 4-8,12 --num 1000 --seed 0
@@ -114,13 +121,15 @@ def generate_cmd(
         graph = one_graph(graph)
         if text:
             raise RelreasonError("--graph applies to graph arrays, not to --text", "drop one of them")
+    if clrs_v1 and text:
+        raise RelreasonError("--clrs-v1 applies to the string matchers' arrays, not to --text", "drop one of them")
     if text or hints or sizes is not None or preset is not None:
         path = generate_text_file(algorithm, text, split, size, sizes, preset, num, seed, hints, out_dir, force)
         out.print(str(path))
         return
     if split is None and size is None and num is None and seed is None:
         split = "train"
-    path = generate_file(algorithm, split, size, num, seed, out_dir, force, graph)
+    path = generate_file(algorithm, split, size, num, seed, out_dir, force, graph, clrs_v1)
     out.print(str(path))
 
 
@@ -144,6 +153,8 @@ def show_cmd(
     keys = ("algorithm", "split", "size", "num", "seed", "spec_hash", "relreason")
     if "graph" in meta:  # a graph family's split (the benchmark's splits have no such key)
         keys = keys[:2] + ("graph",) + keys[2:]
+    if "sampler" in meta:  # a string matcher's split drawn by CLRS v1.0.0's sampler
+        keys = keys[:2] + ("sampler",) + keys[2:]
     if as_json:
         summary = {k: meta.get(k) for k in keys}
         summary["lengths"] = {"min": int(ds.lengths.min()), "mean": float(ds.lengths.mean()),

@@ -14,7 +14,7 @@ import enum
 from dataclasses import dataclass
 
 from relreason.data.families import parse_graph
-from relreason.data.generate import graph_algorithms
+from relreason.data.generate import graph_algorithms, v1_algorithms
 from relreason.data.text import TEXT_PRESETS
 from relreason.errors import RelreasonError
 
@@ -59,6 +59,9 @@ class ClrsDataConfig:
     data_dir: str = "data"  # canonical splits are generated once and cached here
     graph: str | None = None  # graph family of the graph_splits, e.g. ws:k=4,p=0.1 (relreason.data.families); null: the benchmark's
     graph_splits: tuple[str, ...] = ("test",)  # splits drawn from `graph`: the OOD test, as SALSA-CLRS (which trains and validates on ER)
+    # the string matchers' splits drawn by CLRS v1.0.0's sampler (a needle of n // 4 on top of a haystack of n:
+    # 20 nodes at n = 16, 80 at n = 64), as in the CLRS30 v1.0.0 dataset the CLRS-30 and Ibarz et al. papers ran on
+    matcher_v1_splits: tuple[str, ...] = ()
 
     def unused(self) -> set[str]:
         """Keys that do not apply to this configuration (hidden by --print-config)."""
@@ -75,7 +78,21 @@ class ClrsDataConfig:
                        "use data.order seeded or fixed with it")
         if not self.stream_sizes or any(s < 2 for s in self.stream_sizes):
             out.append(f"data.stream_sizes must be a non-empty list of sizes >= 2, got {list(self.stream_sizes)}")
-        return out + self._graph_problems()
+        return out + self._graph_problems() + self._matcher_problems()
+
+    def _matcher_problems(self) -> list[str]:
+        splits = ("train", "val", "test")
+        v1 = self.matcher_v1_splits
+        if any(s not in splits for s in v1) or len(set(v1)) < len(v1):
+            return [f"data.matcher_v1_splits must be distinct splits of train, val, test, got {list(v1)}"]
+        if self.stream is DataStream.IBARZ and {"train", "val"} & set(v1):
+            return [f"data.matcher_v1_splits {list(v1)}: the ibarz stream draws its training and validation "
+                    f"strings itself; with it, CLRS v1.0.0's sampler applies to the test split only"]
+        return []
+
+    def matcher_v1(self, split: str, algorithm: str) -> bool:
+        """Whether `algorithm`'s `split` is drawn by CLRS v1.0.0's sampler (string matchers only)."""
+        return split in self.matcher_v1_splits and algorithm in v1_algorithms()
 
     def _graph_problems(self) -> list[str]:
         splits = ("train", "val", "test")
@@ -102,14 +119,19 @@ class ClrsDataConfig:
         return self.graph if split in self.graph_splits else None
 
     def task_problems(self, tasks: list[str]) -> list[str]:
-        """What is wrong with these settings for these tasks: a graph family given to non-graph algorithms."""
+        """What is wrong with these settings for these tasks: a graph family given to non-graph algorithms,
+        CLRS v1.0.0's string matcher sampler to tasks among which no string matcher is."""
+        out = []
+        if self.matcher_v1_splits and not set(tasks) & set(v1_algorithms()):
+            out.append(f"data.matcher_v1_splits applies to the string matchers ({', '.join(v1_algorithms())}); "
+                       f"{', '.join(tasks)} {'is' if len(tasks) == 1 else 'are'} none of them")
         try:
             if self.graph is None or parse_graph(self.graph) is None:
-                return []
+                return out
         except RelreasonError:
-            return []  # reported by problems()
+            return out  # reported by problems()
         others = [t for t in tasks if t not in graph_algorithms()]
-        return [f"data.graph applies to graph algorithms; {', '.join(others)} draw no graph"] if others else []
+        return out + ([f"data.graph applies to graph algorithms; {', '.join(others)} draw no graph"] if others else [])
 
 
 @dataclass

@@ -161,13 +161,16 @@ def model_selection(run: Path, cached: Path | None = None) -> dict | None:
 
 def larger_test(checkpoint: Path, res: RunResults) -> dict:
     """{"large_test", "large_test_label"}: the checkpoint on DIAGNOSTIC_TEST_FACTOR x the protocol's test
-    samples at its test size, seed DIAGNOSTIC_TEST_SEED; {} for runs that are not one CLRS algorithm."""
+    samples at its test size (the config's data.test_size: the sampler's size, which `res.test_size`, the test
+    graphs' nodes, is not for optimal_bst or CLRS v1.0.0's string matchers), seed DIAGNOSTIC_TEST_SEED; {} for
+    runs that are not one CLRS algorithm."""
     from relreason.train.evaluation import evaluate_checkpoint  # CLI start-up: torch loads on use
 
     if res.task not in ALGORITHMS.names() or res.per_task:
         return {}
     num = DIAGNOSTIC_TEST_FACTOR * canonical_split(res.task, "test").num
-    got = evaluate_checkpoint(checkpoint, ood=res.test_size, num=num, seed=DIAGNOSTIC_TEST_SEED)
+    size = res.config["data"]["test_size"]
+    got = evaluate_checkpoint(checkpoint, ood=size, num=num, seed=DIAGNOSTIC_TEST_SEED)
     return {"large_test": got["score"], "large_test_label": got["label"]}
 
 

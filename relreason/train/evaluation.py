@@ -277,7 +277,7 @@ def check_size(cfg, task, size: int, num: int | None, seed: int | None, graph: s
     if isinstance(cfg.data, ClrsDataConfig):
         family = graph if graph is not None else cfg.data.graph_of("test")
         try:
-            resolve_split(task.algorithm, "test", size, num, seed, family)
+            resolve_split(task.algorithm, "test", size, num, seed, family, cfg.data.matcher_v1("test", task.algorithm))
         except RelreasonError as e:
             raise RelreasonError(f"--ood {size}: {e.message}", e.hint) from None
     elif isinstance(cfg.data, LobsterDataConfig):

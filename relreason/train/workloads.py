@@ -331,7 +331,7 @@ IDLE_STAND_IN = np.arange(1)
 
 def split_label(ds, split: str) -> str:
     """How a split is described beside its score: "test, n=64, 32 samples", "test, n=64, ws:k=4,p=0.1,
-    32 samples" for a graph family, or, for graphs of several sizes, "test, backbone 100 (padded to
+    32 samples" for a graph family, "test, n=80, clrs v1.0.0 sampler, 2048 samples" for CLRS v1.0.0's, or, for graphs of several sizes, "test, backbone 100 (padded to
     137 nodes), 200 samples"."""
     meta = ds.meta or {}
     if ds.sizes is not None:
@@ -339,7 +339,8 @@ def split_label(ds, split: str) -> str:
         what = f"backbone {backbone[0]}..{backbone[1] - 1}" if isinstance(backbone, list) else f"backbone {backbone}"
         return f"{split}, {what} (padded to {ds.n} nodes), {len(ds)} samples"
     graph = f"{meta['graph']}, " if meta.get("graph") is not None else ""
-    return f"{split}, n={ds.n}, {graph}{len(ds)} samples"
+    sampler = f"{meta['sampler']} sampler, " if meta.get("sampler") is not None else ""
+    return f"{split}, n={ds.n}, {graph}{sampler}{len(ds)} samples"
 
 
 EVAL_LIVE_PAIR_TENSORS = 32  # (N, N, width) float buffers alive at once in a step, measured on RT/ET forwards

@@ -34,6 +34,16 @@ def test_generate_then_show(tmp_path):
     assert "bellman_ford" in shown.output and "pi_h" in shown.output and "hint steps" in shown.output
 
 
+def test_generate_a_string_matchers_clrs_v1_split_then_show(tmp_path):
+    res = invoke("generate", "kmp_matcher", "--split", "val", "--clrs-v1", "--out", str(tmp_path))
+    assert res.exit_code == 0, res.output
+    path = tmp_path / "kmp_matcher" / "val.clrs_v1.safetensors"
+    ds = load_dataset(path)
+    assert (len(ds), ds.n, ds.meta["size"], ds.meta["sampler"]) == (2048, 20, 16, "clrs v1.0.0")
+    shown = invoke("show", str(path), "--json")
+    assert shown.exit_code == 0 and '"sampler": "clrs v1.0.0"' in shown.output
+
+
 def test_custom_split(tmp_path):
     res = invoke("generate", NAME, "--size", "7", "--num", "5", "--seed", "9", "--out", str(tmp_path))
     assert res.exit_code == 0, res.output
@@ -49,6 +59,9 @@ def test_custom_split(tmp_path):
     (["generate", NAME, "--split", "bogus"], "unknown split"),
     (["generate", NAME, "--size", "8"], "custom split"),
     (["list", "bogus"], "cannot list"),
+    (["generate", NAME, "--split", "test", "--clrs-v1"], "bellman_ford has no CLRS v1.0.0 sampler of its own"),
+    (["generate", "lobster", "--split", "test", "--clrs-v1"], "--clrs-v1 applies to CLRS algorithms"),
+    (["generate", "naive_string_matcher", "--text", "--clrs-v1"], "--clrs-v1 applies to the string matchers' arrays"),
 ])
 def test_bad_inputs_give_one_line_errors(tmp_path, args, message):
     res = invoke(*args, *(["--out", str(tmp_path)] if args[0] == "generate" else []))

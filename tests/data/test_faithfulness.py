@@ -34,3 +34,30 @@ def test_canonical_split_equals_reference(name, split):
     assert name in GOLDEN, f"no reference digest recorded for {name}"
     ds = generate(name, split=split)
     assert fingerprint(ds.arrays()) == GOLDEN[name][split]
+
+
+GOLDEN_V1 = json.loads((Path(__file__).parent / "golden_digests_v1.json").read_text())
+
+
+def test_the_v1_samplers_are_the_string_matchers_and_have_golden_digests():
+    from relreason.data.generate import v1_algorithms
+
+    assert sorted(GOLDEN_V1) == sorted(v1_algorithms()) == ["kmp_matcher", "naive_string_matcher"]
+
+
+@pytest.mark.parametrize("split", list(CANONICAL_SPLITS))
+@pytest.mark.parametrize("name", sorted(GOLDEN_V1))
+def test_v1_split_equals_the_clrs_v1_reference(name, split):
+    """CLRS v1.0.0's string matcher splits (scripts/golden_digests.py --v1, run on the v1.0.0 tag's samplers):
+    a needle of n // 4 on top of a haystack of n, so 20 nodes at n = 16 and 80 at n = 64."""
+    ds = generate(name, split=split, v1=True)
+    size = CANONICAL_SPLITS[split].size
+    assert ds.meta["sampler"] == "clrs v1.0.0" and ds.n == size + size // 4
+    assert fingerprint(ds.arrays()) == GOLDEN_V1[name][split]
+
+
+def test_the_v1_sampler_is_refused_where_it_did_not_change():
+    from relreason.errors import RelreasonError
+
+    with pytest.raises(RelreasonError, match="bellman_ford has no CLRS v1.0.0 sampler of its own"):
+        generate("bellman_ford", split="test", v1=True)

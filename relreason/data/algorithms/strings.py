@@ -46,9 +46,25 @@ def sample_matcher(rng: samplers.RandomState, length: int) -> tuple[np.ndarray, 
     return haystack, needle
 
 
+def sample_matcher_v1(rng: samplers.RandomState, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """The string matchers' sampler of CLRS v1.0.0 (google-deepmind/clrs v1.0.0 samplers.py, MatcherSampler),
+    which drew the CLRS30 v1.0.0 dataset that the CLRS-30 paper, Ibarz et al. 2022 and the RT paper tested on:
+    `length` is the haystack alone and a needle of length // 4 symbols (1 below 4) comes on top, so the
+    benchmark's n = 16 and n = 64 are 20 and 80 nodes ("80 for string matchers", Ibarz et al. §3.1). The same
+    draw order as `sample_matcher` (needle, haystack, then the embedding position, one of |T| - |P|)."""
+    n_needle = 1 if length < 4 else length // 4
+    symbols = samplers.random_string(rng, n_needle + length, ALPHABET_SIZE)  # needle, then haystack
+    needle, haystack = symbols[:n_needle], symbols[n_needle:]
+    at = rng.randint(0, length - n_needle)
+    haystack[at:at + n_needle] = needle
+    return haystack, needle
+
+
 @dataclass(frozen=True)
 class MatcherSampler:
-    """`sample_matcher` with the reference's option `length_needle` (see `samplers.with_options`).
+    """`sample_matcher` with the reference's option `length_needle` (see `samplers.with_options`), and
+    ours, `v1`: the CLRS v1.0.0 sampler (`sample_matcher_v1`: a needle of length // 4 on top of a haystack
+    of `length`), which takes no needle option.
 
     None keeps the canonical needle (length // 5). A fixed needle length is drawn in the same order:
     needle and haystack symbols in one call, then the embedding position. The reference's negative
@@ -56,8 +72,13 @@ class MatcherSampler:
     records them."""
 
     length_needle: int | None = None
+    v1: bool = False  # CLRS v1.0.0's sampler (data.matcher_v1_splits)
 
     def __call__(self, rng: samplers.RandomState, length: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.v1:
+            if self.length_needle is not None:
+                raise ValueError("the CLRS v1.0.0 matcher sampler takes no needle length (its needle is length // 4)")
+            return sample_matcher_v1(rng, length)
         if self.length_needle is None:
             return sample_matcher(rng, length)
         n_needle = self.length_needle
