@@ -115,6 +115,12 @@ def test_a_cell_of_another_tables_protocol_stays_in_that_table(tmp_path):
     assert row["variant"] == "mpnn" and row["comparable"]
 
 
+def test_the_larger_diagnostic_test_is_ten_times_the_protocols_but_at_most_4096_samples():
+    from relreason.studies.results import diagnostic_test_num
+
+    assert [diagnostic_test_num(n) for n in (32, 400, 1024, 2048, 5000)] == [320, 4000, 4096, 4096, 5000]
+
+
 def test_model_selection_reads_the_validations_and_tests_the_last_checkpoint_once(tmp_path, monkeypatch):
     """The diagnostic beside the protocol: which validations reached the best score, the tested checkpoint
     the first of them, and the last checkpoint's score on the same test split (evaluated once, then read)."""

@@ -27,8 +27,8 @@ from relreason.runtime import source_digest
 from relreason.studies.cells import config_differences, delta_slug, protocol_nar, result_identity
 from relreason.studies.plan import PLAN_COLUMNS, PLAN_FILE, plan_status, read_plan
 from relreason.studies.report import distribution_breakdown, study_table, table_margin
-from relreason.studies.results import (DIAGNOSTIC_TEST_FACTOR, DIAGNOSTIC_TEST_SEED, SELECTION, VERIFY, cell_files,
-                                       progress_files, result_files)
+from relreason.studies.results import (DIAGNOSTIC_TEST_FACTOR, DIAGNOSTIC_TEST_MAX, DIAGNOSTIC_TEST_SEED, SELECTION,
+                                       VERIFY, cell_files, progress_files, result_files)
 from relreason.data.store import atomic_path
 from relreason.eval.report import render
 from relreason.studies.tables import TABLES
@@ -272,9 +272,9 @@ def report_sections(results: Path, margin: float | None = None, tables: list[str
             blocks += [Block("Model selection (the protocol tests the first checkpoint that reached the best validation "
                              "score). Two diagnostics, never the protocol and never in a verdict: the last checkpoint "
                              "on the protocol's test set, and the selected checkpoint on a larger independent test set "
-                             f"({DIAGNOSTIC_TEST_FACTOR} x the protocol's test samples at its size, seed "
-                             f"{DIAGNOSTIC_TEST_SEED}; the protocol's 32 graphs carry about ±0.4-1 point of test-set "
-                             "noise):"), Block(rows=picked, columns=SELECTION_COLUMNS)]
+                             f"({DIAGNOSTIC_TEST_FACTOR} x the protocol's test samples at its size, but at most "
+                             f"{DIAGNOSTIC_TEST_MAX:,}, seed {DIAGNOSTIC_TEST_SEED}; the protocol's 32 graphs carry "
+                             "about ±0.4-1 point of test-set noise; each row names the samples it was scored on):"), Block(rows=picked, columns=SELECTION_COLUMNS)]
         sections.append(Section("table", name, title, blocks, ordered))
         summary += summary_rows(study, result, rows)
     if tables is None and unrecorded:

@@ -123,4 +123,4 @@ def test_the_larger_diagnostic_test_draws_at_the_protocols_size(monkeypatch):
                         lambda path, **kw: asked.update(kw) or {"score": 0.5, "label": "test, n=80"})
     res = SimpleNamespace(task="naive_string_matcher", per_task=None, test_size=80, config={"data": {"test_size": 64}})
     assert larger_test(Path("best"), res) == {"large_test": 0.5, "large_test_label": "test, n=80"}
-    assert asked["ood"] == 64 and asked["num"] == 10 * 32 * 64
+    assert asked["ood"] == 64 and asked["num"] == 4096  # 10 x the protocol's 2,048, at most 4,096
