@@ -44,8 +44,8 @@ def generate_file(task: str, split: str | None, size: int | None, num: int | Non
     t = TASKS.get(task)
     if graph is not None or v1:
         if task not in ALGORITHMS:
-            raise RelreasonError(f"{'--graph' if graph is not None else '--clrs-v1'} applies to CLRS algorithms; "
-                                 f"{task} is a {t.kind} task", f"drop {'--graph' if graph is not None else '--clrs-v1'}")
+            option, which = ("--graph", "the graph algorithms") if graph is not None else ("--clrs-v1", "the string matchers")
+            raise RelreasonError(f"{option} applies to {which}; {task} is a {t.kind} task", f"drop {option}")
         total = resolve_split(task, split, size, num, seed, graph, v1)["num"]
         what = f" ({graph})" if graph is not None else " (clrs v1.0.0 sampler)"
         with progress(total, f"{task} {'custom' if split is None else split}{what}", unit="sample") as bar:

@@ -60,7 +60,7 @@ def test_custom_split(tmp_path):
     (["generate", NAME, "--size", "8"], "custom split"),
     (["list", "bogus"], "cannot list"),
     (["generate", NAME, "--split", "test", "--clrs-v1"], "bellman_ford has no CLRS v1.0.0 sampler of its own"),
-    (["generate", "lobster", "--split", "test", "--clrs-v1"], "--clrs-v1 applies to CLRS algorithms"),
+    (["generate", "lobster", "--split", "test", "--clrs-v1"], "--clrs-v1 applies to the string matchers; lobster"),
     (["generate", "naive_string_matcher", "--text", "--clrs-v1"], "--clrs-v1 applies to the string matchers' arrays"),
 ])
 def test_bad_inputs_give_one_line_errors(tmp_path, args, message):
