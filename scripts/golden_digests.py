@@ -21,9 +21,10 @@ Re-run (from the repository root, with the reference's venv; it must never be ou
     /work/refenv/bin/python scripts/golden_digests.py --algorithms bfs,insertion_sort --check
         # recompute some and compare with the file, writing nothing
 
-`--v1` writes tests/data/golden_digests_v1.json instead: the string matchers' splits as CLRS v1.0.0 drew them
-(the CLRS30 v1.0.0 dataset: a needle of n // 4 on top of a haystack of n, 80 nodes at n = 64), for
-`data.matcher_v1_splits`. Only `clrs/_src` of the v1.0.0 tag is needed (its samplers import jax, chex, attr):
+`--v1` writes tests/data/golden_digests_v1.json instead: the splits of the algorithms whose data changed after
+CLRS v1.0.0 (the CLRS30 v1.0.0 dataset): the string matchers (a needle of n // 4 on top of a haystack of n, 80
+nodes at n = 64; `data.matcher_v1_splits`) and quickselect (no `pivot` hint; `model.drop_hints`). Only
+`clrs/_src` of the v1.0.0 tag is needed (its samplers import jax, chex, attr):
 
     python -m venv /tmp/refv1 && /tmp/refv1/bin/pip install numpy==1.26.4 jax==0.4.30 jaxlib==0.4.30 chex==0.1.86 attrs absl-py
     git -C CLRS_CHECKOUT archive v1.0.0 clrs/_src | tar x -C /tmp/clrsv1
@@ -49,7 +50,7 @@ from golden_text import _stand_in_tensorflow  # noqa: E402  (the same stand-ins 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "golden_digests.json"
 OUT_V1 = OUT.with_name("golden_digests_v1.json")
 SPLITS = ("train", "val", "test")
-V1_ALGORITHMS = ("naive_string_matcher", "kmp_matcher")  # the samplers CLRS changed after v1.0.0 (2df2d48)
+V1_ALGORITHMS = ("naive_string_matcher", "kmp_matcher", "quickselect")  # data changed after v1.0.0 (2df2d48 and after)
 
 
 def digest(arrays: dict[str, np.ndarray]) -> str:
@@ -108,7 +109,7 @@ def main() -> None:
     names = args.algorithms.split(",") if args.algorithms else every
     unknown = set(names) - set(every)
     if unknown:
-        sys.exit(f"not {'string matchers' if args.v1 else 'CLRS-30 algorithms'}: {', '.join(sorted(unknown))}")
+        sys.exit(f"not {'of ' + ', '.join(V1_ALGORITHMS) if args.v1 else 'CLRS-30 algorithms'}: {', '.join(sorted(unknown))}")
     digests = {}
     for name in names:
         digests[name] = {split: digest(reference_split(name, split)) for split in SPLITS}

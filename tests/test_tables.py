@@ -67,7 +67,7 @@ def test_cells_are_comparable_only_at_the_protocol(tmp_path):
     (path,) = plan_cells(study, ["bellman_ford"], (0,), str(copy), tmp_path, [], ["rt"])
     assert not path.comparable and "train.lr" in path.why_not
     (v1,) = plan_cells(study, ["quickselect"], (0,), None, tmp_path, [], ["rt"])
-    assert not v1.comparable and "v1 data" in v1.why_not  # no pivot hint in v1: not reproduced
+    assert v1.comparable and v1.config.model.drop_hints == ("pivot",)  # the fork's v1 data: no pivot hint
     (matcher,) = plan_cells(study, ["naive_string_matcher"], (0,), None, tmp_path, [], ["rt"])
     assert matcher.comparable and matcher.config.data.matcher_v1_splits == ("train", "val", "test")  # v1's, drawn
     (tr,) = plan_cells(TABLES.get("rt-table13"), ["bellman_ford"], (0,), None, tmp_path, [], ["transformer"])

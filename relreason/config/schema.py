@@ -25,7 +25,7 @@ from typing import Any
 
 from relreason.errors import RelreasonError
 from relreason.schedules import schedule_problems
-from relreason.tasks import expand_tasks
+from relreason.tasks import expand_tasks, task_entries
 from relreason.tracking import log_problems
 
 PRECISIONS = ("fp32", "bf16")  # train.precision (relreason.models.precision)
@@ -155,6 +155,9 @@ def validate(cfg: Config) -> None:
     check = getattr(cfg.model, "problems", None)
     if check is not None:
         problems += check()
+    model_task_check = getattr(cfg.model, "task_problems", None)  # e.g. a dropped hint no task has
+    if model_task_check is not None:
+        problems += model_task_check({t.name: t.spec for t in task_entries(cfg.task) if t.spec is not None})
     if problems:
         raise RelreasonError("invalid configuration: " + "; ".join(problems), "fix the recipe or --set values")
 

@@ -54,15 +54,18 @@ def infer_algorithm(spec: Spec) -> str | None:
 
 
 def prepare_spec(spec: Spec, cfg: ModelConfig, algorithm: str | None = None) -> Spec:
-    """The spec the model trains on: `pred_as_input` and `enforce_permutations` applied.
+    """The spec the model trains on: `pred_as_input`, `enforce_permutations` and `drop_hints` applied.
 
     Idempotent (a prepared spec passes through unchanged). `algorithm` decides `pred_as_input`; when
     omitted it is inferred by matching `spec` against the benchmark's specs."""
     if algorithm is None:
         algorithm = infer_algorithm(spec)
     move_pred = cfg.pred_as_input and algorithm in PRED_AS_INPUT and "pred_h" in spec
+    dropped = set(getattr(cfg, "drop_hints", ()))
     out: dict[str, Feature] = {}
     for name, f in spec.items():
+        if f.stage is Stage.HINT and name in dropped:
+            continue
         if move_pred and name == "pred_h":
             out["pred"] = Feature("pred", Stage.INPUT, f.location, f.type)
         elif f.type is Type.SHOULD_BE_PERMUTATION:
@@ -164,7 +167,8 @@ class Batch:
         inputs = dict(ds.inputs)
         outputs = dict(ds.outputs)
         T = max(int(ds.lengths.max()), 1) if len(ds) else 1
-        hints = {k: v[:, :T] for k, v in ds.hints.items()}  # the dataset may be padded to a longer split
+        dropped = set(getattr(cfg, "drop_hints", ()))  # model.drop_hints: as if the data had none of them
+        hints = {k: v[:, :T] for k, v in ds.hints.items() if k not in dropped}  # the dataset may be padded longer
 
         if cfg.random_pos and generator is not None and "pos" in inputs:
             inputs["pos"] = random_positions(inputs["pos"], generator)

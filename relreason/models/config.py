@@ -11,6 +11,7 @@ import enum
 from dataclasses import dataclass
 from typing import Mapping
 
+from relreason.data.specs import Stage
 from relreason.errors import RelreasonError
 
 
@@ -110,6 +111,9 @@ class ModelConfig:
     scalar_loss: ScalarLoss = ScalarLoss.MSE  # outputs only (hints stay MSE); lobster tasks use `relative`
     pointer_candidates: PointerCandidates = PointerCandidates.ALL  # CLRS: a pointer may choose any node
     sparse: SparseMode = SparseMode.AUTO  # edge lists only where they give the dense numbers (>= 256 nodes, <= 5% edges)
+    # hints the model neither reads nor predicts, as if the algorithm had none of them (CLRS v1's quickselect has
+    # no `pivot` hint); the others, their steps and the outputs are unchanged
+    drop_hints: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         coerce_enums(self, "model", {"hint_mode": HintMode, "hint_repred": RepredMode,
@@ -125,3 +129,14 @@ class ModelConfig:
             raise RelreasonError(f"model.processor_steps must be >= 1, got {self.processor_steps}", "use 1")
         if not 0.0 <= self.dropout < 1.0:
             raise RelreasonError(f"model.dropout must be in [0, 1), got {self.dropout}", "use 0.0 to disable")
+        self.drop_hints = tuple(self.drop_hints)
+        if len(set(self.drop_hints)) < len(self.drop_hints) or "pred_h" in self.drop_hints:
+            raise RelreasonError(f"model.drop_hints must name distinct hints other than pred_h, got {list(self.drop_hints)}",
+                                 "pred_h (the static predecessor hint) is model.pred_as_input's")
+
+    def task_problems(self, specs: dict) -> list[str]:
+        """What is wrong with these options for tasks of these specs ({task: spec}): a dropped hint no task has."""
+        have = {name for spec in specs.values() for name, f in spec.items() if f.stage is Stage.HINT}
+        missing = [h for h in self.drop_hints if h not in have]
+        return [f"model.drop_hints: {', '.join(specs)} {'has' if len(specs) == 1 else 'have'} no hint "
+                f"{', '.join(missing)}"] if missing else []

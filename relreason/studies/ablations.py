@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from relreason.registry import Registry
 from relreason.runs.stats import Spread
-from relreason.studies.figures import CORE8_MEAN, RT_ABLATION_TABLES, RT_FIGURES, RT_PAPER, RT_SEEDS, RT_V1_DATA
+from relreason.studies.figures import CORE8_MEAN, RT_ABLATION_TABLES, RT_FIGURES, RT_PAPER, RT_SEEDS
 from relreason.studies.variants import Published, Study, Variant
 
 ABLATIONS: Registry[Study] = Registry("ablation", "relreason list ablations")
@@ -40,7 +40,7 @@ def _rt_ablation(name: str, description: str, variant: Variant, table: int, task
     figures = {(_RT.label, t): Published(*RT_FIGURES[t], RT_SEEDS, Spread.STD) for t in column}
     figures.update({(variant.label, t): Published(m, s, RT_SEEDS, Spread.STD) for t, (m, s) in column.items()})
     register_ablation(name, description, _RT, variant, tasks=tasks, source=f"{RT_PAPER}, Table {table}",
-                      figures=figures, paper_scope=paper_scope, not_comparable=RT_V1_DATA,
+                      figures=figures, paper_scope=paper_scope,
                       averages={_RT.label: Published(rt_average, None, RT_SEEDS),
                                 variant.label: Published(average, None, RT_SEEDS)})
 

@@ -20,10 +20,9 @@ RT_FIGURES = {
     "heapsort": (32.96, 14.8), "kmp_matcher": (0.03, 0.1), "mst_kruskal": (64.91, 11.8), "task_scheduling": (82.93, 1.8),
 }
 
-# The RT authors' fork is built on CLRS v1, whose data differ from the CLRS-30 (v2.0) splits ours reproduce for
-# the string matchers (drawn as v1 draws them under the RT recipes: data.matcher_v1_splits) and quickselect (not
-# reproduced, relreason/recipes/rt.yaml): cells of quickselect are printed but never compared with the paper.
-RT_V1_DATA = {"quickselect": "the RT paper's CLRS v1 data differ for this task (no pivot hint; relreason/recipes/rt.yaml)"}
+# The RT authors' fork is built on CLRS v1, whose data differ from the CLRS-30 (v2.0) splits for the string matchers
+# and quickselect: the RT recipes reproduce both (data.matcher_v1_splits, model.drop_hints; relreason/recipes/rt.yaml),
+# so every task of the RT tables compares.
 
 # The lobster experiment (end-to-end shortest-path distance, Tang et al.'s lobster graphs, 30 layers, 20 seeds):
 # relative loss, lower is better, as ../shared/clrs-reference.md records it (no spread printed).

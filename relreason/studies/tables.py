@@ -24,7 +24,7 @@ from relreason.studies.ablations import ABLATIONS
 from relreason.studies.figures import (CLRS30_AVERAGES, IBARZ, IBARZ_AVERAGE, IBARZ_TABLE2, IBARZ_TABLE2_COLUMNS,
                                        RT_PAPER, RT_SEEDS, RT_TABLE9, RT_TABLE9_COLUMNS, RT_TABLE19,
                                        RT_LOBSTER, RT_LOBSTER_MARGIN, RT_TABLE19_AVERAGES,
-                                       RT_TABLE19_COLUMNS, RT_V1_DATA)
+                                       RT_TABLE19_COLUMNS)
 from relreason.studies.variants import Published, Study, Variant
 
 TABLES: Registry[Study] = Registry("table", "relreason reproduce --list")
@@ -40,7 +40,7 @@ TABLES.register("rt-table19", Study(
     figures={(label, task): Published(*row[i], RT_SEEDS, Spread.STD) for task, row in RT_TABLE19.items()
              for i, label in enumerate(RT_TABLE19_COLUMNS)},
     averages={label: Published(avg, None, RT_SEEDS) for label, avg in zip(RT_TABLE19_COLUMNS, RT_TABLE19_AVERAGES)},
-    paper_scope="mean over the 30 algorithms", not_comparable=RT_V1_DATA, layout="protocol",
+    paper_scope="mean over the 30 algorithms", layout="protocol",
     note="every model at the RT paper's protocol: batch 4, 10,000 training samples, 320,000 examples; baselines "
          "with their Table 2 tuned hyperparameters (relreason/recipes/rt_table2.yaml), the RT with its authors' run.py "
          "(relreason/recipes/rt.yaml); PGN-c (best of PGN-u and PGN-m per task) is not a model and has no cells"))
@@ -52,7 +52,7 @@ TABLES.register("rt-table9", Study(
     tasks="core8", source=f"{RT_PAPER}, Table 9",
     averages={f"{label} ({size:,} samples)": Published(avg, None, RT_SEEDS)
               for size, avgs in RT_TABLE9.items() for label, avg in zip(RT_TABLE9_COLUMNS, avgs)},
-    paper_scope="mean over the 8 core tasks (the paper prints no per-task figures)", not_comparable=RT_V1_DATA,
+    paper_scope="mean over the 8 core tasks (the paper prints no per-task figures)",
     layout="protocol", note="the RT authors' untuned baseline settings (relreason/recipes/rt_untuned.yaml)"))
 
 for _table, _ablation in (("rt-table13", "no-edges"), ("rt-table14", "single-layer"),
@@ -70,15 +70,14 @@ TABLES.register("clrs30", Study(
     (Variant("mpnn", "mpnn", recipe="clrs30"),
      Variant("pgn", "pgn", recipe="clrs30")),  # the release's adjacency-product maximum (relreason/recipes/clrs30.yaml)
     tasks="clrs30", source=f"Veličković et al. 2022, quoted in {IBARZ}",
-    not_comparable={"quickselect": "the CLRS-30 paper's v1.0.0 data differ for this task (no pivot hint; "
-                                   "relreason/recipes/clrs30.yaml)"},
     figures={(label, task): Published(*row[IBARZ_TABLE2_COLUMNS.index(label)], 3, Spread.UNDEFINED)
              for task, row in IBARZ_TABLE2.items() for label in CLRS30_AVERAGES},
     averages={label: Published(avg, None, 3) for label, avg in CLRS30_AVERAGES.items()},
     paper_scope="mean over the 30 algorithms", layout="protocol",
     note="the published ± is not defined in Ibarz et al.'s captions; the CLRS-30 paper's per-algorithm tables "
          "for Deep Sets and GAT were not found (no columns for them); the string matchers train and test on "
-         "the CLRS30 v1.0.0 dataset's splits (20 and 80 nodes), as the paper's code read them"))
+         "the CLRS30 v1.0.0 dataset's splits (20 and 80 nodes), as the paper's code read them, and quickselect "
+         "without the pivot hint, which v1 did not record"))
 TABLES.register("ibarz2022", Study(
     "ibarz2022", "Triplet-GMPNN single-task (Ibarz et al. 2022) on the 30 algorithms",
     (Variant("triplet-gmpnn", "triplet_gmpnn", recipe="triplet_gmpnn"),),

@@ -124,3 +124,38 @@ def test_the_larger_diagnostic_test_draws_at_the_protocols_size(monkeypatch):
     res = SimpleNamespace(task="naive_string_matcher", per_task=None, test_size=80, config={"data": {"test_size": 64}})
     assert larger_test(Path("best"), res) == {"large_test": 0.5, "large_test_label": "test, n=80"}
     assert asked["ood"] == 64 and asked["num"] == 4096  # 10 x the protocol's 2,048, at most 4,096
+
+
+@pytest.mark.parametrize("recipe, model, dropped", [
+    ("clrs30", "mpnn", ("pivot",)), ("rt", "rt", ("pivot",)), ("rt_table2", "gat", ("pivot",)),
+    ("rt_untuned", "pgn", ("pivot",)),  # v1 data: CLRS v1.0.0's quickselect records no pivot hint
+    ("triplet_gmpnn", "triplet_gmpnn", ()), ("et", "et", ()),  # trained on today's samplers
+])
+def test_the_papers_trained_on_v1_data_drop_quickselects_pivot_hint(recipe, model, dropped):
+    assert build_config(model, "quickselect", recipe).model.drop_hints == dropped
+    assert build_config(model, "bellman_ford", recipe).model.drop_hints == ()  # only quickselect's scope
+
+
+def test_a_dropped_hint_is_neither_read_nor_predicted():
+    """The prepared spec and a batch hold no `pivot`; the other hints, their steps and the outputs are the same."""
+    from relreason.data import generate
+    from relreason.models.batch import Batch, prepare_spec
+    from relreason.models.config import ModelConfig
+
+    ds = generate("quickselect", num=3, size=8, seed=0)
+    full, dropped = ModelConfig(), ModelConfig(drop_hints=("pivot",))
+    spec = prepare_spec(ds.spec, dropped, "quickselect")
+    assert "pivot" in prepare_spec(ds.spec, full, "quickselect") and "pivot" not in spec
+    a, b = Batch.from_dataset(ds, full), Batch.from_dataset(ds, dropped)
+    assert set(a.hints) - set(b.hints) == {"pivot"} and b.lengths.tolist() == a.lengths.tolist()
+    assert all((a.hints[k] == b.hints[k]).all() for k in b.hints) and set(a.outputs) == set(b.outputs)
+
+
+@pytest.mark.parametrize("sets, message", [
+    (["model.drop_hints=[pivot]"], "model.drop_hints: bfs has no hint pivot"),
+    (["model.drop_hints=[pred_h]"], "other than pred_h"),
+    (["model.drop_hints=[u,u]"], "distinct hints"),
+])
+def test_drop_hints_must_name_hints_of_the_task(sets, message):
+    with pytest.raises(RelreasonError, match=message):
+        build_config("mpnn", "bfs", None, sets)
