@@ -73,16 +73,22 @@ def result_identity(plain: dict) -> dict:
 
     The stored config is first resolved again by today's code, so a key added since the run was
     stored counts with its default (options are added with the default that keeps what ran before);
-    a stored config today's code refuses is kept as it is (and so never equals a planned cell)."""
-    try:
-        plain = config_from_dict(plain).to_dict()
-    except (RelreasonError, KeyError, TypeError):
-        pass
-    identity = run_identity(plain)
+    a stored config today's code refuses is kept as it is (and so never equals a planned cell). The same
+    holds for a TransNAR's NAR config (stored whole inside the TransNAR's)."""
+    identity = run_identity(_resolved(plain))
     nar = (identity.get("model") or {}).get("nar_config")
     if isinstance(nar, dict) and isinstance(nar.get("config"), dict):  # a TransNAR: the NAR it reads counts by what
-        identity["model"]["nar_config"] = run_identity(nar["config"])  # that computed, not where it is or ran
+        identity["model"]["nar_config"] = run_identity(_resolved(nar["config"]))  # it computed, not where it is or ran
     return identity
+
+
+def _resolved(plain: dict) -> dict:
+    """A stored config (Config.to_dict()) as today's code resolves it (keys added since at their defaults), or
+    as it is where today's code refuses it."""
+    try:
+        return config_from_dict(plain).to_dict()
+    except (RelreasonError, KeyError, TypeError):
+        return plain
 
 
 def config_differences(a: dict, b: dict) -> list[str]:

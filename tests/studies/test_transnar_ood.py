@@ -8,6 +8,7 @@ show both columns in and out of distribution with their difference.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import shutil
 
 import pytest
@@ -199,6 +200,21 @@ def test_a_transnar_cell_counts_its_nar_by_what_it_computed_not_where_it_lies(tm
     here = identity(tmp_path / "a")
     assert identity(tmp_path / "b", ["nar.train.threads=2"]) == here
     assert identity(tmp_path / "a", ["nar.train.train_examples=64"]) != here
+
+
+def test_a_nar_stored_before_a_key_was_added_is_the_same_nar():
+    """A TransNAR cell stores its NAR's config whole: one written before a config key existed (here
+    train.select, model.drop_hints) counts with the key's default, as a cell's own config does."""
+    from relreason.studies.cells import result_identity
+
+    cell = next(c for c in plan_cells(STUDY, ["text:bfs"], (0,), out=Path("out")) if c.variant.nar is not None)
+    plain = cell.config.to_dict()
+    old = json.loads(json.dumps(plain))
+    nar = old["model"]["nar_config"]["config"]
+    del nar["train"]["select"], nar["model"]["drop_hints"]
+    assert result_identity(old) == result_identity(plain)
+    nar["train"]["lr"] = 0.5  # a value that differs is another NAR
+    assert result_identity(old) != result_identity(plain)
 
 
 def test_machine_settings_reach_the_nar_cells_and_nar_settings_only_them(tmp_path):
