@@ -44,7 +44,8 @@ def generate_file(task: str, split: str | None, size: int | None, num: int | Non
     t = TASKS.get(task)
     if graph is not None or v1:
         if task not in ALGORITHMS:
-            option, which = ("--graph", "the graph algorithms") if graph is not None else ("--clrs-v1", "the string matchers")
+            option, which = (("--graph", "the graph algorithms") if graph is not None
+                             else ("--clrs-v1", "the string matchers"))
             raise RelreasonError(f"{option} applies to {which}; {task} is a {t.kind} task", f"drop {option}")
         total = resolve_split(task, split, size, num, seed, graph, v1)["num"]
         what = f" ({graph})" if graph is not None else " (clrs v1.0.0 sampler)"

@@ -118,8 +118,8 @@ def collect_results(source: Path, results: Path) -> list[Path]:
 # graphs at n = 64 for most algorithms), at most DIAGNOSTIC_TEST_MAX, drawn with a seed none of the benchmark's
 # splits uses (1-3: train, val, test), scored on the protocol's selected checkpoint. The protocol's 32 graphs
 # carry about ±0.4-1 point of test-set noise per seed; ten times the samples cut it by about 3. The tasks whose
-# protocol tests 1,024 or 2,048 samples (few signals per graph) get twice or four times that: ten times would
-# cost a CPU hours of a diagnostic (naive_string_matcher's 20,480 graphs of 80 nodes: about 5 hours on a core).
+# protocol tests 1,024 or 2,048 samples (few signals per graph) get four or two times that: ten times would cost
+# hours of a CPU core for a diagnostic (naive_string_matcher's 20,480 graphs of 80 nodes: about 5 hours).
 DIAGNOSTIC_TEST_FACTOR = 10
 DIAGNOSTIC_TEST_MAX = 4096
 DIAGNOSTIC_TEST_SEED = 4
@@ -168,9 +168,10 @@ def model_selection(run: Path, cached: Path | None = None) -> dict | None:
 
 
 def larger_test(checkpoint: Path, res: RunResults) -> dict:
-    """{"large_test", "large_test_label"}: the checkpoint on `diagnostic_test_num` samples at its test size (the config's data.test_size: the sampler's size, which `res.test_size`, the test
-    graphs' nodes, is not for optimal_bst or CLRS v1.0.0's string matchers), seed DIAGNOSTIC_TEST_SEED; {} for
-    runs that are not one CLRS algorithm."""
+    """{"large_test", "large_test_label"}: the checkpoint on `diagnostic_test_num` samples at its test size
+    (the config's data.test_size: the sampler's size, which `res.test_size`, the test graphs' nodes, is not for
+    optimal_bst or CLRS v1.0.0's string matchers), seed DIAGNOSTIC_TEST_SEED; {} for runs that are not one CLRS
+    algorithm."""
     from relreason.train.evaluation import evaluate_checkpoint  # CLI start-up: torch loads on use
 
     if res.task not in ALGORITHMS.names() or res.per_task:
