@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -237,6 +239,10 @@ STEPS = 6
 CASES = [(2, 4, 1e-5), (3, 4, 1e-5), (2, 3, 1e-5), (3, 2, 3e-4)]  # (world, batch, tol)
 
 
+TEARDOWN_ABORT = "terminate called without an active exception"
+RANK_ERROR = re.compile(r"\[rank\d+\]: Traceback")  # a rank's Python error, as torch prefixes it
+
+
 @pytest.fixture(scope="module")
 def torchrun_runs(tmp_path_factory):
     """`launched(world)`: the directory of every batch's runs (`bB/fresh`, `bB/resumed`) of one torchrun
@@ -244,16 +250,26 @@ def torchrun_runs(tmp_path_factory):
     more than the tiny runs), and the one-process run each `resumed` continued, at half the budget."""
     made: dict[int, tuple[Path, dict]] = {}
 
+    def launch(world: int) -> tuple[Path, dict, subprocess.CompletedProcess]:
+        root = tmp_path_factory.mktemp(f"torchrun{world}")
+        data, batches = root / "data", [b for w, b, _ in CASES if w == world]
+        firsts = {b: run(build_config("mpnn", TASK, None, noisy_config(data, STEPS // 2, b)), out=root / f"b{b}",
+                         name="resumed", show_progress=False) for b in batches}  # one process, half the budget
+        env = {**os.environ, "RELREASON_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
+        proc = subprocess.run([str(TORCHRUN), "--standalone", "--nproc-per-node", str(world), str(RUNS_SCRIPT),
+                               str(root), str(data), str(STEPS), ",".join(map(str, batches))], env=env,
+                              capture_output=True, text=True, timeout=300)
+        return root, firsts, proc
+
     def launched(world: int) -> tuple[Path, dict]:
         if world not in made:
-            root = tmp_path_factory.mktemp(f"torchrun{world}")
-            data, batches = root / "data", [b for w, b, _ in CASES if w == world]
-            firsts = {b: run(build_config("mpnn", TASK, None, noisy_config(data, STEPS // 2, b)), out=root / f"b{b}",
-                             name="resumed", show_progress=False) for b in batches}  # one process, half the budget
-            env = {**os.environ, "RELREASON_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
-            proc = subprocess.run([str(TORCHRUN), "--standalone", "--nproc-per-node", str(world), str(RUNS_SCRIPT),
-                                   str(root), str(data), str(STEPS), ",".join(map(str, batches))], env=env,
-                                  capture_output=True, text=True, timeout=300)
+            root, firsts, proc = launch(world)
+            if proc.returncode != 0 and TEARDOWN_ABORT in proc.stderr and not RANK_ERROR.search(proc.stderr):
+                # a rank aborted in C++ (gloo's or the interpreter's teardown) without a Python error: seen once in
+                # CI in many launches, never reproduced here; a fresh launch must then pass (a real failure repeats)
+                warnings.warn(f"torchrun launch of {world} processes aborted in C++, launched again: "
+                              f"{proc.stderr[-500:]}")
+                root, firsts, proc = launch(world)
             assert proc.returncode == 0, proc.stderr[-3000:]
             made[world] = root, firsts
         return made[world]
