@@ -36,20 +36,18 @@ def main() -> None:
     with open_checkpoint(args.run / "last", device="cpu", overrides=["train.threads=1"]) as (_, cfg, wl):
         model = wl.model
         cross = getattr(model, "cross", None) or {}  # the text transformer column (model.use_nar false) has none
-        out["gates (tanh)"] = {f"{layer}.{name}": float(torch.tanh(p.detach())) for layer, block in cross.items()
-                               for name, p in block.gates().items()}
+        gates = [p for block in cross.values() for p in block.gates().values()]  # each block's gate parameters
+        out["gates (tanh)"] = model.gates() if cross else {}
         out["validation, gates as trained"] = wl.evaluate("val")["outputs"]
         if cross:
-            saved = {k: p.detach().clone() for k, p in model.named_parameters() if "gate" in k}
+            saved = [p.detach().clone() for p in gates]
             with torch.no_grad():
-                for k, p in model.named_parameters():
-                    if k in saved:
-                        p.zero_()
+                for p in gates:
+                    p.zero_()
             out["validation, gates closed (the text model inside)"] = wl.evaluate("val")["outputs"]
             with torch.no_grad():
-                for k, p in model.named_parameters():
-                    if k in saved:
-                        p.copy_(saved[k])
+                for p, value in zip(gates, saved):
+                    p.copy_(value)
         model.train()
         last = cfg.train.train_examples // cfg.train.batch_size
         text_sq = cross_sq = 0.0

@@ -42,6 +42,16 @@ class ValidationDraw(str, enum.Enum):
     RESAMPLED = "resampled"  # each draws as many samples as the set holds, with replacement, and new positions
 
 
+SPLITS = ("train", "val", "test")
+
+
+def _split_list_problem(key: str, splits: list[str], may_be_empty: bool) -> str | None:
+    """What is wrong with `data.<key>`, a list of splits (None: nothing)."""
+    if (not splits and not may_be_empty) or any(s not in SPLITS for s in splits) or len(set(splits)) < len(splits):
+        return f"data.{key} must be distinct splits of {', '.join(SPLITS)}, got {list(splits)}"
+    return None
+
+
 @dataclass
 class ClrsDataConfig:
     """Data of the CLRS-30 graph algorithms (and of several of them at once)."""
@@ -81,10 +91,9 @@ class ClrsDataConfig:
         return out + self._graph_problems() + self._matcher_problems()
 
     def _matcher_problems(self) -> list[str]:
-        splits = ("train", "val", "test")
         v1 = self.matcher_v1_splits
-        if any(s not in splits for s in v1) or len(set(v1)) < len(v1):
-            return [f"data.matcher_v1_splits must be distinct splits of train, val, test, got {list(v1)}"]
+        if problem := _split_list_problem("matcher_v1_splits", v1, may_be_empty=True):
+            return [problem]
         if self.stream is DataStream.IBARZ and {"train", "val"} & set(v1):
             return [f"data.matcher_v1_splits {list(v1)}: the ibarz stream draws its training and validation "
                     f"strings itself; with it, CLRS v1.0.0's sampler applies to the test split only"]
@@ -95,10 +104,8 @@ class ClrsDataConfig:
         return split in self.matcher_v1_splits and algorithm in v1_algorithms()
 
     def _graph_problems(self) -> list[str]:
-        splits = ("train", "val", "test")
-        if not self.graph_splits or any(s not in splits for s in self.graph_splits) or \
-                len(set(self.graph_splits)) < len(self.graph_splits):
-            return [f"data.graph_splits must be distinct splits of train, val, test, got {list(self.graph_splits)}"]
+        if problem := _split_list_problem("graph_splits", self.graph_splits, may_be_empty=False):
+            return [problem]
         if self.graph is None:
             return []
         try:
