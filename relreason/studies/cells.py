@@ -324,6 +324,18 @@ def cell_label(c: Cell) -> str:
     return f"{c.variant.label} / {c.task} / seed {c.seed}"
 
 
+def committed_path(c: Cell, out: Path, committed: Path | None) -> Path | None:
+    """Where the cell's result would be committed under `committed` (COMMITTED/cells/<model>/<setting>/<task>/
+    seed<k>.json); None without `committed` or for a cell outside `out`/cells."""
+    if committed is None:
+        return None
+    try:
+        rel = c.directory.relative_to(Path(out) / "cells")
+    except ValueError:
+        return None
+    return Path(committed) / "cells" / rel.parent / f"{rel.name}.json"
+
+
 def committed_result(c: Cell, out: Path, committed: Path | None):
     """The cell's finished result committed under `committed` (the directory `relreason results` writes:
     COMMITTED/cells/<model>/<setting>/<task>/seed<k>.json), when it was computed under the cell's config
@@ -332,14 +344,8 @@ def committed_result(c: Cell, out: Path, committed: Path | None):
     table's cells have that layout."""
     from relreason.train.checkpoint import plugin_changes  # CLI start-up: torch loads on use
 
-    if committed is None:
-        return None
-    try:
-        rel = c.directory.relative_to(Path(out) / "cells")
-    except ValueError:
-        return None
-    path = Path(committed) / "cells" / rel.parent / f"{rel.name}.json"
-    if not path.is_file():
+    path = committed_path(c, out, committed)
+    if path is None or not path.is_file():
         return None
     try:
         data = read_results(path)

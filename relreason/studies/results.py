@@ -347,22 +347,28 @@ def nar_at_hand(config, nar_rel: Path, results: Path, workdir: Path, log=lambda 
         shutil.rmtree(Path(workdir) / "nar")
     log(f"re-training its NAR cell {nar_rel} in full ({t.train_examples:,} examples): its weights are not committed")
     run(nar_cfg, out=Path(workdir), name="nar", show_progress=False, log=log)
-    now = read_object(Path(workdir) / "nar" / "results.json")
+    difference = remade_difference(record, read_object(Path(workdir) / "nar" / "results.json"), across)
     atol = CROSS_DEVICE_SCORE_ATOL if across else 0.0
-    difference = None
-    for what, old, new in (("best validation", record["best_val"], now["best_val"]),
-                           ("test score", record["test"]["score"], now["test"]["score"])):
-        if not abs(old - new) <= atol:
-            difference = f"{what} {old:.6f} stored, {new:.6f} now"
-            break
-    if difference is None and not across and record["best_examples"] != now["best_examples"]:
-        difference = f"best validation at {record['best_examples']:,} examples stored, {now['best_examples']:,} now"
     compared = (f"re-trained in full on the CPU against a {made_on} run: scores within ±{100 * atol:g} points"
                 if across else f"re-trained in full on {device}, as made: scores and their examples exactly")
     nar = {"cell": str(nar_rel), "matches": difference is None, "difference": difference, "device": device,
            "compared": compared}
     model = dataclasses.replace(m, nar=str(Path(workdir) / "nar"), nar_config=None)  # re-read from the re-trained run
     return dataclasses.replace(config, model=model), nar
+
+
+def remade_difference(record: dict, now: dict, across: bool) -> str | None:
+    """How a cell trained again in full (`now`, its results.json) differs from its committed result `record`, in
+    words (None: it does not): its best validation, the examples it was reached at and its test score, exactly
+    on the device kind that made it, else (`across`) the scores within CROSS_DEVICE_SCORE_ATOL."""
+    atol = CROSS_DEVICE_SCORE_ATOL if across else 0.0
+    for what, old, new in (("best validation", record["best_val"], now["best_val"]),
+                           ("test score", record["test"]["score"], now["test"]["score"])):
+        if not abs(old - new) <= atol:
+            return f"{what} {old:.6f} stored, {new:.6f} now"
+    if not across and record["best_examples"] != now["best_examples"]:
+        return f"best validation at {record['best_examples']:,} examples stored, {now['best_examples']:,} now"
+    return None
 
 
 def result_files(results: Path, kind: str) -> list[tuple[tuple[str, str, str, int], Path]]:

@@ -20,11 +20,13 @@ from relreason.errors import RelreasonError
 from relreason.runs.stats import STD_KIND, check_margin
 from relreason.runtime import cli_command
 from relreason.studies.ablations import ABLATIONS
-from relreason.studies.cells import (cell_label, cell_state, collect, committed_result, delta_slug, is_held,
-                                     nar_cells, parse_shard, plan_cells, seed_groups, shard_cells)
+from relreason.rundir import read_object
+from relreason.studies.cells import (cell_label, cell_state, collect, committed_path, committed_result, delta_slug,
+                                     is_held, nar_cells, parse_shard, plan_cells, seed_groups, shard_cells)
 from relreason.studies.costs import costs_file, estimate_cells, hours, read_costs  # noqa: F401 (costs_file: scripts)
 from relreason.studies.launch import Launch, cell_status, launch_for
 from relreason.studies.report import write_tables
+from relreason.studies.results import device_kind, remade_difference
 from relreason.studies.tables import TABLES
 from relreason.studies.training import pack_size, run_cells
 from relreason.studies.variants import Study
@@ -110,7 +112,16 @@ def run_study(study: Study, options: SweepOptions = SweepOptions(), log: Callabl
         mine_groups = shard_cells(groups, shard)
         nars = nar_cells([c for g in mine_groups for c in g])
         if nars:  # first the NARs that this shard's TransNAR cells read, then those cells, planned again to read them
-            submitted += _train_groups(study, seed_groups(nars, batch), o, strategy, launch, log)
+            # a committed NAR whose checkpoint is not here (a fresh checkout: weights are not committed) is trained
+            # again when a cell still to train reads it, and must then score as committed
+            to_read = {c.nar.directory for g in mine_groups for c in g if c.nar is not None and cell_state(c) != "done"
+                       and committed_result(c, out, committed) is None}
+            remade = [n for n in nars if n.directory in to_read and cell_state(n) != "done"
+                      and committed_result(n, out, committed) is not None]
+            submitted += _train_groups(study, seed_groups(nars, batch), o, strategy, launch, log,
+                                       remake={n.directory for n in remade})
+            if launch is None:
+                _check_remade(remade, out, committed)
             cells = plan_cells(study, tasks, o.seeds, o.recipe, out, list(o.sets), parse_models(o.models))
             mine_groups = shard_cells(seed_groups(cells, batch), shard)
             waiting = [c for g in mine_groups for c in g if c.nar is not None and cell_state(c.nar) != "done"]
@@ -141,11 +152,27 @@ def run_study(study: Study, options: SweepOptions = SweepOptions(), log: Callabl
             **({"jobs": submitted} if launch is not None else {})}
 
 
+def _check_remade(remade: list, out: Path, committed: Path | None) -> None:
+    """Raises unless every NAR cell in `remade` (committed, and trained again here for its checkpoint) that
+    finished scores as its committed result (relreason.studies.results.remade_difference)."""
+    for n in remade:
+        if cell_state(n) != "done":
+            continue
+        record, now = read_object(committed_path(n, out, committed)), read_object(n.run_dir / "results.json")
+        across = device_kind(record.get("hardware") or []) != device_kind(now.get("hardware") or [])
+        difference = remade_difference(record, now, across)
+        if difference is not None:
+            raise RelreasonError(f"the NAR cell {n.run_dir}, trained again because its checkpoint was not here, "
+                                 f"differs from its result committed under {committed}: {difference}",
+                                 "the cells that read it would read another NAR than the committed one; find out "
+                                 "why it trains otherwise (another torch or machine?) before training them")
+
+
 def _train_groups(study: Study, mine_groups: list[list], o: SweepOptions, strategy: str, launch: Launch | None,
-                  log: Callable[[str], None]) -> list[dict]:
+                  log: Callable[[str], None], remake: set[Path] = frozenset()) -> list[dict]:
     """Trains (or submits, with `launch`) the seed groups `mine_groups` of `study`: stale cells refused unless
-    --rerun-stale (then moved aside), cells committed under --committed kept, finished ones skipped. Returns
-    the jobs submitted (none without `launch`)."""
+    --rerun-stale (then moved aside), cells committed under --committed kept (except those whose directory is
+    in `remake`, trained again), finished ones skipped. Returns the jobs submitted (none without `launch`)."""
     out, committed = o.out, o.committed
     mine = [c for g in mine_groups for c in g]
     states = {c.directory: cell_state(c) for c in mine}
@@ -159,7 +186,13 @@ def _train_groups(study: Study, mine_groups: list[list], o: SweepOptions, strate
     for c in stale:
         c.run_dir.rename(c.directory / f"run.stale-{time.strftime('%Y%m%d-%H%M%S')}-{c.seed}")
         states[c.directory] = "new"
-    kept = [c for c in mine if states[c.directory] != "done" and committed_result(c, out, committed) is not None]
+    kept = [c for c in mine if states[c.directory] != "done" and c.directory not in remake
+            and committed_result(c, out, committed) is not None]
+    again = [c for c in mine if states[c.directory] != "done" and c.directory in remake]
+    if again:
+        log(f"{len(again)} cell(s) committed under {committed} trained again: cells still to train read their "
+            f"checkpoints, which are not here ({', '.join(cell_label(c) for c in again[:3])}"
+            f"{', ...' if len(again) > 3 else ''})")
     if kept:
         log(f"{len(kept)} cell(s) already committed under {committed}: not trained again "
             f"({', '.join(cell_label(c) for c in kept[:3])}{', ...' if len(kept) > 3 else ''})")

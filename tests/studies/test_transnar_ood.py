@@ -117,6 +117,23 @@ def test_the_study_trains_the_nars_first_and_tables_both_columns_in_and_out_of_d
     kept = tmp_path / "results" / "cells" / "triplet_gmpnn" / "transnar_ood_nar" / "insertion_sort"
     assert (kept / "seed0.json").is_file()
     assert not (tmp_path / "results" / "selection" / "triplet_gmpnn").exists()
+    # a fresh checkout with the NAR cell committed and the TransNAR cells not: the NAR weights are not committed, so
+    # the NAR cell is trained again for the cells that read it (not "committed: done", which left them waiting
+    # forever), and must score as committed
+    partly = tmp_path / "partly"
+    shutil.copytree(tmp_path / "results", partly)
+    shutil.rmtree(partly / "cells" / "transnar")
+    resume = ["reproduce", "transnar-ood", "--tasks", "text:insertion_sort", "--seeds", "1", *sets(TINY_TEXT),
+              *sets(TINY_NAR), "--committed", str(partly), "--json"]
+    again = relreason(*resume, "--out", str(tmp_path / "fresh1"))
+    assert not json.loads(succeeds(again))["missing"] and "trained again: cells still to train read" in again.stderr
+    record = json.loads((partly / "cells" / "triplet_gmpnn" / "transnar_ood_nar" / "insertion_sort" / "seed0.json")
+                        .read_text())
+    (partly / "cells" / "triplet_gmpnn" / "transnar_ood_nar" / "insertion_sort" / "seed0.json").write_text(
+        json.dumps({**record, "best_val": record["best_val"] + 0.125}))
+    other = relreason(*resume, "--out", str(tmp_path / "fresh2"))
+    assert other.returncode == 1 and "differs from its result committed under" in other.stderr, other.stderr
+    assert not (tmp_path / "fresh2" / "cells" / "transnar").exists()  # no cell read the NAR that differs
     # --verify in a fresh checkout: the NAR weights are not committed, so the TransNAR cell's NAR cell is re-trained
     # in full from its result file (and must give its committed scores) before the TransNAR cell's validations
     shutil.rmtree(out)
