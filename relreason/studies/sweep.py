@@ -114,8 +114,10 @@ def run_study(study: Study, options: SweepOptions = SweepOptions(), log: Callabl
         if nars:  # first the NARs that this shard's TransNAR cells read, then those cells, planned again to read them
             # a committed NAR whose checkpoint is not here (a fresh checkout: weights are not committed) is trained
             # again when a cell still to train reads it, and must then score as committed
-            to_read = {c.nar.directory for g in mine_groups for c in g if c.nar is not None and cell_state(c) != "done"
-                       and committed_result(c, out, committed) is None}
+            def to_train(c) -> bool:
+                return cell_state(c) != "done" and committed_result(c, out, committed) is None
+
+            to_read = {c.nar.directory for g in mine_groups for c in g if c.nar is not None and to_train(c)}
             remade = [n for n in nars if n.directory in to_read and cell_state(n) != "done"
                       and committed_result(n, out, committed) is not None]
             submitted += _train_groups(study, seed_groups(nars, batch), o, strategy, launch, log,
@@ -124,7 +126,8 @@ def run_study(study: Study, options: SweepOptions = SweepOptions(), log: Callabl
                 _check_remade(remade, out, committed)
             cells = plan_cells(study, tasks, o.seeds, o.recipe, out, list(o.sets), parse_models(o.models))
             mine_groups = shard_cells(seed_groups(cells, batch), shard)
-            waiting = [c for g in mine_groups for c in g if c.nar is not None and cell_state(c.nar) != "done"]
+            waiting = [c for g in mine_groups for c in g if c.nar is not None and cell_state(c.nar) != "done"
+                       and to_train(c)]  # a committed cell needs no NAR
             if waiting:
                 log(f"{len(waiting)} cell(s) wait for their NAR, not trained yet ({cell_label(waiting[0])} reads "
                     f"{waiting[0].nar.run_dir}): run the same command again once it is trained")

@@ -120,6 +120,12 @@ def test_the_study_trains_the_nars_first_and_tables_both_columns_in_and_out_of_d
     # a fresh checkout with the NAR cell committed and the TransNAR cells not: the NAR weights are not committed, so
     # the NAR cell is trained again for the cells that read it (not "committed: done", which left them waiting
     # forever), and must score as committed
+    whole = ["reproduce", "transnar-ood", "--tasks", "text:insertion_sort", "--seeds", "1", *sets(TINY_TEXT),
+             *sets(TINY_NAR), "--committed", str(tmp_path / "results"), "--out", str(tmp_path / "fresh0")]
+    nothing = relreason(*whole)  # every cell committed: none trains, and none waits for a NAR it does not need
+    succeeds(nothing)
+    assert "wait for their NAR" not in nothing.stderr and "trained again: cells still to train" not in nothing.stderr
+    assert not (tmp_path / "fresh0" / "cells").exists()
     partly = tmp_path / "partly"
     shutil.copytree(tmp_path / "results", partly)
     shutil.rmtree(partly / "cells" / "transnar")
