@@ -16,8 +16,9 @@ from __future__ import annotations
 import pytest
 
 from relreason.config import build_config
+from relreason.runtime import cpu_kernels, hardware
 from relreason.studies.results import (CROSS_DEVICE_LOSS_RTOL, CROSS_DEVICE_SCORE_ATOL, device_kind,
-                                       validation_curve, verify_cell, verify_device)
+                                       recorded_kernels, validation_curve, verify_cell, verify_device)
 from relreason.studies.results_report import verification
 
 
@@ -27,6 +28,17 @@ def test_the_device_kind_is_read_from_the_hardware_record():
                         "NVIDIA H100 80GB HBM3, cuda:0, torch 2.11.0"]) == "cuda"
     assert device_kind(["AMD EPYC (16 cores), 16 torch threads, cpu, torch 2.11.0"]) == "cpu"
     assert device_kind([]) == "cpu"
+
+
+def test_a_cpu_session_records_its_kernels_and_verify_reads_them():
+    """CPU trajectories are bit-exact only between machines whose torch kernels use the same vector instructions
+    (AVX2, AVX512, ...): each CPU session records them, and a verdict says where they differ or are unknown."""
+    here = hardware("cpu")
+    assert f", cpu, {cpu_kernels()} kernels, torch " in here and device_kind([here]) == "cpu"
+    assert recorded_kernels([here]) == {cpu_kernels()}
+    assert recorded_kernels(["AMD EPYC (2 cores), 1 torch thread, cpu, torch 2.13.0+cpu"]) == set()  # before
+    assert recorded_kernels(["A (2 cores), 1 torch thread, cpu, AVX512 kernels, torch 2.13.0+cpu",
+                             "NVIDIA H200, cuda, torch 2.13.0+cu128", here]) == {"AVX512", cpu_kernels()}
 
 
 @pytest.mark.parametrize("made_on, cuda_here, expect", [
@@ -69,3 +81,11 @@ def test_the_cross_device_tolerance_covers_a_stand_in_that_rounds_otherwise_at_e
     assert not got["matches"] and got["difference"].startswith("validation at 32 examples")
     same = verify_cell(cfg, alone, 3, tmp_path / "v3", made_on="cpu")  # a cpu cell: exactly, on the cpu
     assert same["matches"] and same["compared"].startswith("re-trained on cpu, as made: scores exactly")
+    assert "kernels" not in same["compared"]  # the kernels it was made with not given: nothing said of them
+    mine = verify_cell(cfg, alone, 3, tmp_path / "v4", made_on="cpu", made_with={cpu_kernels()})
+    assert mine["matches"] and "kernels" not in mine["compared"]
+    other = verify_cell(cfg, alone, 3, tmp_path / "v5", made_on="cpu", made_with={"AVX1024"})
+    assert other["compared"].endswith(f"; made with AVX1024 CPU kernels, here {cpu_kernels()}: bit-exact only with "
+                                      "the same kernels")
+    unknown = verify_cell(cfg, alone, 3, tmp_path / "v6", made_on="cpu", made_with=set())  # made before recorded
+    assert "; made with unrecorded CPU kernels, here" in unknown["compared"]

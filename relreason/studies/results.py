@@ -34,7 +34,7 @@ from relreason.rundir import (CELL_RUN, RunDir, RunResults, read_object, read_ru
 from relreason.data.algorithms import ALGORITHMS, canonical_split
 from relreason.data.store import atomic_path
 from relreason.rundir import ValidationRow, read_metrics, read_results
-from relreason.runtime import code_record
+from relreason.runtime import code_record, cpu_kernels
 from relreason.studies.cells import nar_cells, plan_cells, result_identity
 from relreason.studies.tables import TABLES
 from relreason.tasks import expand_tasks
@@ -213,15 +213,23 @@ def retrain_keys(device: str) -> dict:
     return {"device": device} if device == "cuda" else {"device": "cpu", "cuda_graph": False}
 
 
+def recorded_kernels(hardware: list[str]) -> set[str]:
+    """The CPU kernels (relreason.runtime.cpu_kernels) a run's CPU sessions recorded in their hardware lines
+    ("..., cpu, AVX2 kernels, torch ..."); empty for runs made before they were recorded."""
+    return {m.group(1) for h in hardware for m in [re.search(r", (\w+) kernels(,|$)", h)] if m}
+
+
 def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda m: None,
-                made_on: str = "cpu") -> dict:
+                made_on: str = "cpu", made_with: set[str] | None = None) -> dict:
     """Re-trains a cell (its resolved `config`, its seed) with today's code up to the `validations`-th
     validation of its stored `curve` (validation_curve) and compares them: the examples exactly, and on the
     device kind it was made on (`made_on`, `verify_device`) the validation scores exactly and the training loss
     beside each within VERIFY_LOSS_RTOL; a cell made on a GPU, where this machine has none, is re-trained on the
     CPU and compared within CROSS_DEVICE_SCORE_ATOL and CROSS_DEVICE_LOSS_RTOL. Returns {"validations",
     "matches", "difference" (the first, in words; None when they match), "code" (today's), "stored_code",
-    "made_on", "device" (where it was re-trained), "compared" (how, in words)}."""
+    "made_on", "device" (where it was re-trained), "compared" (how, in words)}. `made_with`: the CPU kernels the
+    cell's CPU sessions recorded (recorded_kernels; None: not known); where they are not this machine's alone,
+    "compared" says so: exact equality then is not to be expected, and a difference need not be the code's."""
     import torch  # CLI start-up: torch loads on use
 
     from relreason.train import run  # CLI start-up: torch loads on use
@@ -261,6 +269,9 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
     compared = (f"re-trained on the CPU against a {made_on} run: scores within ±{100 * score_atol:g} points, losses "
                 f"within {loss_rtol:g} (relative)" if across else
                 f"re-trained on {device}, as made: scores exactly, losses within {loss_rtol:g} (relative)")
+    if device == "cpu" and made_with is not None and made_with != {cpu_kernels()}:
+        compared += (f"; made with {', '.join(sorted(made_with)) or 'unrecorded'} CPU kernels, here {cpu_kernels()}: "
+                     f"bit-exact only with the same kernels")
     return {"validations": len(stored), "matches": difference is None, "difference": difference,
             "code": code_record(), "stored_code": curve.get("code"), "made_on": made_on, "device": device,
             "compared": compared}
@@ -293,7 +304,10 @@ def verify_table(table: str, tasks: str | None, seeds: tuple[int, ...], models: 
                    "stored_code": read_object(curve_file).get("code"), "device": nar["device"],
                    "compared": nar["compared"]}
         else:
-            got = verify_cell(config, read_object(curve_file), validations, workdir / str(rel), log, made_on)
+            record = Path(results) / CELLS / f"{rel}.json"
+            made_with = recorded_kernels(read_object(record).get("hardware") or []) if record.is_file() else None
+            got = verify_cell(config, read_object(curve_file), validations, workdir / str(rel), log, made_on,
+                              made_with)
             if nar is not None:
                 got["nar"], got["compared"] = nar, f"{got['compared']}; its NAR cell {nar['compared']}"
         _write(Path(results) / VERIFY / f"{rel}.json", got)
