@@ -17,10 +17,10 @@ from typing import Callable
 
 from relreason.config import to_plain
 from relreason.errors import RelreasonError
+from relreason.rundir import read_object
 from relreason.runs.stats import STD_KIND, check_margin
 from relreason.runtime import cli_command
 from relreason.studies.ablations import ABLATIONS
-from relreason.rundir import read_object
 from relreason.studies.cells import (cell_label, cell_state, collect, committed_path, committed_result, delta_slug,
                                      is_held, nar_cells, parse_shard, plan_cells, seed_groups, shard_cells)
 from relreason.studies.costs import costs_file, estimate_cells, hours, read_costs  # noqa: F401 (costs_file: scripts)
