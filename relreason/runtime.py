@@ -197,6 +197,20 @@ def cpu_kernels() -> str:
         return "unknown"
 
 
+KERNEL_LEVELS = ("DEFAULT", "AVX2", "AVX512")  # torch's x86 CPU kernel levels (cpu_kernels), lowest first
+_MKL_LEVEL = {"DEFAULT": "SSE4_2", "AVX2": "AVX2", "AVX512": "AVX512"}  # MKL's instruction level beside each
+
+
+def kernels_environment(level: str) -> dict[str, str] | None:
+    """The environment variables under which a new process computes with `level` CPU kernels (torch's ATen
+    kernels through ATEN_CPU_CAPABILITY, MKL's through MKL_ENABLE_INSTRUCTIONS: both round otherwise per level),
+    or None where this process cannot go there: a level above its own (cpu_kernels), or not on KERNEL_LEVELS."""
+    here = cpu_kernels()
+    if level not in KERNEL_LEVELS or here not in KERNEL_LEVELS or KERNEL_LEVELS.index(level) > KERNEL_LEVELS.index(here):
+        return None
+    return {"ATEN_CPU_CAPABILITY": level.lower(), "MKL_ENABLE_INSTRUCTIONS": _MKL_LEVEL[level]}
+
+
 CODE_PATHS = ("relreason", "pyproject.toml")  # what decides what a run computes, in a checkout
 
 

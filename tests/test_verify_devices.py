@@ -16,9 +16,10 @@ from __future__ import annotations
 import pytest
 
 from relreason.config import build_config
-from relreason.runtime import cpu_kernels, hardware
-from relreason.studies.results import (CROSS_DEVICE_LOSS_RTOL, CROSS_DEVICE_SCORE_ATOL, device_kind,
+from relreason.runtime import KERNEL_LEVELS, cpu_kernels, hardware, kernels_environment
+from relreason.studies.results import (CROSS_DEVICE_LOSS_RTOL, CROSS_DEVICE_SCORE_ATOL, device_kind, first_kernels,
                                        recorded_kernels, validation_curve, verify_cell, verify_device)
+from relreason.studies.retrain import retrain
 from relreason.studies.results_report import verification
 
 
@@ -39,6 +40,56 @@ def test_a_cpu_session_records_its_kernels_and_verify_reads_them():
     assert recorded_kernels(["AMD EPYC (2 cores), 1 torch thread, cpu, torch 2.13.0+cpu"]) == set()  # before
     assert recorded_kernels(["A (2 cores), 1 torch thread, cpu, AVX512 kernels, torch 2.13.0+cpu",
                              "NVIDIA H200, cuda, torch 2.13.0+cu128", here]) == {"AVX512", cpu_kernels()}
+
+
+def test_the_first_cpu_session_s_kernels_are_those_a_prefix_was_made_with():
+    assert first_kernels(["NVIDIA H200, cuda, torch 2.13.0+cu128",
+                          "A (2 cores), 1 torch thread, cpu, AVX2 kernels, torch 2.13.0+cpu",
+                          "B (2 cores), 1 torch thread, cpu, AVX512 kernels, torch 2.13.0+cpu"]) == "AVX2"
+    assert first_kernels(["AMD EPYC (2 cores), 1 torch thread, cpu, torch 2.13.0+cpu",  # made before recorded
+                          "B (2 cores), 1 torch thread, cpu, AVX512 kernels, torch 2.13.0+cpu"]) is None
+    assert first_kernels(["NVIDIA H200, cuda, torch 2.13.0+cu128"]) is None and first_kernels([]) is None
+
+
+def test_a_process_can_lower_its_kernels_but_not_raise_them():
+    here = cpu_kernels()
+    if here not in KERNEL_LEVELS:  # a machine off the x86 ladder: no level can be asked for
+        assert kernels_environment("DEFAULT") is None
+        return
+    assert kernels_environment("DEFAULT") == {"ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}
+    assert kernels_environment(here) == {"ATEN_CPU_CAPABILITY": here.lower(), "MKL_ENABLE_INSTRUCTIONS": here}
+    above = KERNEL_LEVELS[KERNEL_LEVELS.index(here) + 1:]
+    assert all(kernels_environment(level) is None for level in above) and kernels_environment("AVX1024") is None
+
+
+@pytest.mark.skipif(cpu_kernels() in ("DEFAULT", "unknown") or cpu_kernels() not in KERNEL_LEVELS,
+                    reason="this machine's kernels are the lowest level: there is no other to re-train under")
+def test_a_cell_made_with_lower_kernels_is_re_trained_under_them(tmp_path):
+    """A cell whose first session recorded lower kernels than this machine's is re-trained in a child process
+    under them (the child's hardware line says so), and the verdict says how; one made with kernels above this
+    machine's is re-trained here and its verdict says where it can be verified."""
+    sets = ["model.hidden=16", "train.train_examples=32", "train.eval_every_examples=16", "train.batch_size=8",
+            "data.val_num=4", "data.test_num=4", "train.threads=1", f"data.data_dir={tmp_path / 'data'}"]
+    cfg = build_config("mpnn", "bfs", "quick", sets)
+    how = retrain(cfg, tmp_path, "made", "DEFAULT")  # a cell made on a machine of DEFAULT kernels, in a stand-in
+    assert how.startswith(f"re-trained under the DEFAULT CPU kernels it was made with (here {cpu_kernels()}; ")
+    assert first_kernels(_hardware(tmp_path / "made")) == "DEFAULT"
+    made = validation_curve(tmp_path / "made")
+    got = verify_cell(cfg, made, 3, tmp_path / "v", made_on="cpu", made_with={"DEFAULT"}, kernels="DEFAULT")
+    assert got["matches"], got["difference"]
+    assert got["compared"].endswith(f"; re-trained under the DEFAULT CPU kernels it was made with (here "
+                                    f"{cpu_kernels()}; ATEN_CPU_CAPABILITY, MKL_ENABLE_INSTRUCTIONS set)")
+    assert first_kernels(_hardware(tmp_path / "v" / "verify")) == "DEFAULT"
+    above = verify_cell(cfg, made, 2, tmp_path / "w", made_on="cpu", made_with={"AVX1024"}, kernels="AVX1024")
+    assert above["compared"].endswith(f"; made with AVX1024 CPU kernels, here {cpu_kernels()}, which cannot run "
+                                      "them: bit-exact only with the same kernels (verify on a machine with AVX1024)")
+    assert first_kernels(_hardware(tmp_path / "w" / "verify")) == cpu_kernels()
+
+
+def _hardware(run_dir) -> list[str]:
+    from relreason.rundir import read_object
+
+    return read_object(run_dir / "results.json")["hardware"]
 
 
 @pytest.mark.parametrize("made_on, cuda_here, expect", [

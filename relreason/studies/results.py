@@ -36,6 +36,7 @@ from relreason.data.store import atomic_path
 from relreason.rundir import ValidationRow, read_metrics, read_results
 from relreason.runtime import code_record, cpu_kernels
 from relreason.studies.cells import nar_cells, plan_cells, result_identity
+from relreason.studies.retrain import retrain
 from relreason.studies.tables import TABLES
 from relreason.tasks import expand_tasks
 
@@ -219,8 +220,24 @@ def recorded_kernels(hardware: list[str]) -> set[str]:
     return {m.group(1) for h in hardware for m in [re.search(r", (\w+) kernels(,|$)", h)] if m}
 
 
+def first_kernels(hardware: list[str]) -> str | None:
+    """The CPU kernels the first CPU session of a run recorded (the session that trained the first validations
+    --verify re-trains); None where it recorded none (made before they were recorded) or no session was on a CPU."""
+    for h in hardware:
+        if ", cpu," in h:
+            m = re.search(r", (\w+) kernels(,|$)", h)
+            return m.group(1) if m else None
+    return None
+
+
+def score_atol(across: bool) -> float:
+    """How far a re-trained score may lie from the stored one: exactly on the device kind that made it, else
+    (`across`) within CROSS_DEVICE_SCORE_ATOL."""
+    return CROSS_DEVICE_SCORE_ATOL if across else 0.0
+
+
 def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda m: None,
-                made_on: str = "cpu", made_with: set[str] | None = None) -> dict:
+                made_on: str = "cpu", made_with: set[str] | None = None, kernels: str | None = None) -> dict:
     """Re-trains a cell (its resolved `config`, its seed) with today's code up to the `validations`-th
     validation of its stored `curve` (validation_curve) and compares them: the examples exactly, and on the
     device kind it was made on (`made_on`, `verify_device`) the validation scores exactly and the training loss
@@ -228,11 +245,12 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
     CPU and compared within CROSS_DEVICE_SCORE_ATOL and CROSS_DEVICE_LOSS_RTOL. Returns {"validations",
     "matches", "difference" (the first, in words; None when they match), "code" (today's), "stored_code",
     "made_on", "device" (where it was re-trained), "compared" (how, in words)}. `made_with`: the CPU kernels the
-    cell's CPU sessions recorded (recorded_kernels; None: not known); where they are not this machine's alone,
-    "compared" says so: exact equality then is not to be expected, and a difference need not be the code's."""
+    cell's CPU sessions recorded (recorded_kernels; None: not known); `kernels`: its first CPU session's
+    (first_kernels). A CPU re-training runs under `kernels` where this machine can run them (relreason.studies.
+    retrain: in a child process where they are not this process's); where it cannot, or the kernels are
+    unrecorded or mixed, "compared" says so: exact equality then is not to be expected, and a difference need not
+    be the code's."""
     import torch  # CLI start-up: torch loads on use
-
-    from relreason.train import run  # CLI start-up: torch loads on use
 
     if validations < 2:
         raise RelreasonError(f"--verify-validations {validations}: the first validation is before any training",
@@ -247,16 +265,16 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
     device, across = verify_device(made_on, torch.cuda.is_available())
     on = retrain_keys(device)
     cfg = dataclasses.replace(config, train=dataclasses.replace(t, train_examples=max(upto, t.batch_size), **on))
-    score_atol, loss_rtol = (CROSS_DEVICE_SCORE_ATOL, CROSS_DEVICE_LOSS_RTOL) if across else (0.0, VERIFY_LOSS_RTOL)
+    atol, loss_rtol = score_atol(across), (CROSS_DEVICE_LOSS_RTOL if across else VERIFY_LOSS_RTOL)
     scratch = Path(workdir) / "verify"
     if scratch.is_dir() and (scratch / "config.json").is_file():  # an earlier --verify's re-training: start afresh
 
         shutil.rmtree(scratch)
-    run(cfg, out=workdir, name="verify", show_progress=False, log=log)
+    how = retrain(cfg, workdir, "verify", kernels if device == "cpu" and not across else None, log)
     now = [r for r in read_metrics(workdir / "verify" / "metrics.jsonl") if isinstance(r, ValidationRow)]
     difference = None
     for old, new in zip(stored, now):
-        if old["examples"] != new.examples or not abs(old["score"] - new.score) <= score_atol:
+        if old["examples"] != new.examples or not abs(old["score"] - new.score) <= atol:
             difference = (f"validation at {old['examples']:,} examples: {old['score']:.6f} stored, "
                           f"{new.score:.6f} now (at {new.examples:,})")
         elif (old["loss"] is None) != (new.loss is None) or (
@@ -266,10 +284,12 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
             break
     if difference is None and len(now) < len(stored):
         difference = f"{len(now)} validations re-trained, {len(stored)} stored"
-    compared = (f"re-trained on the CPU against a {made_on} run: scores within ±{100 * score_atol:g} points, losses "
+    compared = (f"re-trained on the CPU against a {made_on} run: scores within ±{100 * atol:g} points, losses "
                 f"within {loss_rtol:g} (relative)" if across else
                 f"re-trained on {device}, as made: scores exactly, losses within {loss_rtol:g} (relative)")
-    if device == "cpu" and not across and made_with is not None and made_with != {cpu_kernels()}:
+    if how:
+        compared += f"; {how}"
+    elif device == "cpu" and not across and made_with is not None and made_with != {cpu_kernels()}:
         compared += (f"; made with {', '.join(sorted(made_with)) or 'unrecorded'} CPU kernels, here {cpu_kernels()}: "
                      f"bit-exact only with the same kernels")
     return {"validations": len(stored), "matches": difference is None, "difference": difference,
@@ -305,9 +325,10 @@ def verify_table(table: str, tasks: str | None, seeds: tuple[int, ...], models: 
                    "compared": nar["compared"]}
         else:
             record = Path(results) / CELLS / f"{rel}.json"
-            made_with = recorded_kernels(read_object(record).get("hardware") or []) if record.is_file() else None
+            hardware = (read_object(record).get("hardware") or []) if record.is_file() else None
             got = verify_cell(config, read_object(curve_file), validations, workdir / str(rel), log, made_on,
-                              made_with)
+                              None if hardware is None else recorded_kernels(hardware),
+                              None if hardware is None else first_kernels(hardware))
             if nar is not None:
                 got["nar"], got["compared"] = nar, f"{got['compared']}; its NAR cell {nar['compared']}"
         _write(Path(results) / VERIFY / f"{rel}.json", got)
@@ -340,7 +361,6 @@ def nar_at_hand(config, nar_rel: Path, results: Path, workdir: Path, log=lambda 
         RelreasonError: the NAR cell is neither here nor committed under `results`."""
     import torch  # CLI start-up: torch loads on use
 
-    from relreason.train import run  # CLI start-up: torch loads on use
     from relreason.train.text.transnar import nar_checkpoint_matches  # CLI start-up: torch loads on use
 
     m = config.model
@@ -360,11 +380,12 @@ def nar_at_hand(config, nar_rel: Path, results: Path, workdir: Path, log=lambda 
     if (Path(workdir) / "nar").is_dir():  # an earlier --verify's re-training: start afresh
         shutil.rmtree(Path(workdir) / "nar")
     log(f"re-training its NAR cell {nar_rel} in full ({t.train_examples:,} examples): its weights are not committed")
-    run(nar_cfg, out=Path(workdir), name="nar", show_progress=False, log=log)
+    how = retrain(nar_cfg, Path(workdir), "nar",
+                  first_kernels(record.get("hardware") or []) if device == "cpu" and not across else None, log)
     difference = remade_difference(record, read_object(Path(workdir) / "nar" / "results.json"), across)
-    atol = CROSS_DEVICE_SCORE_ATOL if across else 0.0
-    compared = (f"re-trained in full on the CPU against a {made_on} run: scores within ±{100 * atol:g} points"
-                if across else f"re-trained in full on {device}, as made: scores and their examples exactly")
+    compared = (f"re-trained in full on the CPU against a {made_on} run: scores within ±{100 * score_atol(across):g} "
+                f"points" if across else f"re-trained in full on {device}, as made: scores and their examples exactly")
+    compared += f"; {how}" if how else ""
     nar = {"cell": str(nar_rel), "matches": difference is None, "difference": difference, "device": device,
            "compared": compared}
     model = dataclasses.replace(m, nar=str(Path(workdir) / "nar"), nar_config=None)  # re-read from the re-trained run
@@ -375,7 +396,7 @@ def remade_difference(record: dict, now: dict, across: bool) -> str | None:
     """How a cell trained again in full (`now`, its results.json) differs from its committed result `record`, in
     words (None: it does not): its best validation, the examples it was reached at and its test score, exactly
     on the device kind that made it, else (`across`) the scores within CROSS_DEVICE_SCORE_ATOL."""
-    atol = CROSS_DEVICE_SCORE_ATOL if across else 0.0
+    atol = score_atol(across)
     for what, old, new in (("best validation", record["best_val"], now["best_val"]),
                            ("test score", record["test"]["score"], now["test"]["score"])):
         if not abs(old - new) <= atol:
