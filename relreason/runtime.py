@@ -202,9 +202,10 @@ _MKL_LEVEL = {"DEFAULT": "SSE4_2", "AVX2": "AVX2", "AVX512": "AVX512"}  # MKL's 
 
 
 def kernels_environment(level: str) -> dict[str, str] | None:
-    """The environment variables under which a new process computes with `level` CPU kernels (torch's ATen
-    kernels through ATEN_CPU_CAPABILITY, MKL's through MKL_ENABLE_INSTRUCTIONS: both round otherwise per level),
-    or None where this process cannot go there: a level above its own (cpu_kernels), or not on KERNEL_LEVELS."""
+    """The environment variables under which a new process computes with `level` CPU kernels: torch's ATen
+    kernels through ATEN_CPU_CAPABILITY (they round otherwise per level: scripts/cpu_kernels.py), and MKL's
+    through MKL_ENABLE_INSTRUCTIONS, a precaution (lowering MKL alone changed no bit there). None where this
+    process cannot go there: a level above its own (cpu_kernels), or not on KERNEL_LEVELS."""
     here = cpu_kernels()
     if level not in KERNEL_LEVELS or here not in KERNEL_LEVELS or KERNEL_LEVELS.index(level) > KERNEL_LEVELS.index(here):
         return None

@@ -13,8 +13,9 @@ R=${RELREASON:-.venv/bin/relreason}
 PY=${PYTHON:-.venv/bin/python}
 PLAN=results/plan.txt
 # CPU kernels pinned to AVX2, the level every x86-64 machine seen here has (some have AVX512, one had not): torch's
-# and MKL's results differ in the last bits between kernel levels, so a cell re-trains bit-exactly (reproduce
-# --verify) only under the kernels that made it, recorded in its hardware line. A value set by the caller is kept.
+# results differ in the last bits between kernel levels (scripts/cpu_kernels.py; MKL's level is set too, as a
+# precaution), so a cell re-trains bit-exactly (reproduce --verify) only under the kernels that made it, recorded
+# in its hardware line. A value set by the caller is kept.
 export ATEN_CPU_CAPABILITY=${ATEN_CPU_CAPABILITY-avx2} MKL_ENABLE_INSTRUCTIONS=${MKL_ENABLE_INSTRUCTIONS-AVX2}
 mkdir -p reproduce/logs
 lanes=$("$PY" -m relreason.studies.plan "$PLAN") || exit 1  # the plan is read (and checked) by relreason itself
