@@ -19,14 +19,14 @@ from relreason.config import to_plain
 from relreason.errors import RelreasonError
 from relreason.rundir import read_object
 from relreason.runs.stats import STD_KIND, check_margin
-from relreason.runtime import cli_command
+from relreason.runtime import cli_command, cpu_kernels, kernels_environment
 from relreason.studies.ablations import ABLATIONS
 from relreason.studies.cells import (cell_label, cell_state, collect, committed_path, committed_result, delta_slug,
                                      is_held, nar_cells, parse_shard, plan_cells, seed_groups, shard_cells)
 from relreason.studies.costs import costs_file, estimate_cells, hours, read_costs  # noqa: F401 (costs_file: scripts)
 from relreason.studies.launch import Launch, cell_status, launch_for
 from relreason.studies.report import write_tables
-from relreason.studies.results import device_kind, remade_difference
+from relreason.studies.results import device_kind, first_kernels, remade_difference
 from relreason.studies.tables import TABLES
 from relreason.studies.training import pack_size, run_cells
 from relreason.studies.variants import Study
@@ -120,6 +120,8 @@ def run_study(study: Study, options: SweepOptions = SweepOptions(), log: Callabl
             to_read = {c.nar.directory for g in mine_groups for c in g if c.nar is not None and to_train(c)}
             remade = [n for n in nars if n.directory in to_read and cell_state(n) != "done"
                       and committed_result(n, out, committed) is not None]
+            if launch is None:
+                _check_kernels(remade, out, committed)
             submitted += _train_groups(study, seed_groups(nars, batch), o, strategy, launch, log,
                                        remake={n.directory for n in remade})
             if launch is None:
@@ -153,6 +155,26 @@ def run_study(study: Study, options: SweepOptions = SweepOptions(), log: Callabl
             "note": study.note, "std": STD_KIND, "lower_is_better": _lower_is_better(tasks),
             "margin": study.margin if o.margin is None else o.margin,
             **({"jobs": submitted} if launch is not None else {})}
+
+
+def _check_kernels(remade: list, out: Path, committed: Path | None) -> None:
+    """Raises before any training where a NAR cell in `remade` (committed, to train again here for its checkpoint)
+    would train on this CPU under other kernels than its first session recorded: a CPU trajectory is bit-exact
+    only under the same kernels (scripts/cpu_kernels.py), so _check_remade would refuse it after the training."""
+    from relreason.models.build import resolve_device  # CLI start-up: torch loads on use
+
+    here = cpu_kernels()
+    for n in remade:
+        record = read_object(committed_path(n, out, committed))
+        made = first_kernels(record.get("hardware") or [])
+        if made is None or made == here or resolve_device(n.config.train.device).type != "cpu":
+            continue  # kernels not recorded (the check after training decides), the same, or a GPU here
+        env = kernels_environment(made)
+        raise RelreasonError(
+            f"the NAR cell {n.run_dir} must be trained again (its checkpoint is not here) and score as committed, "
+            f"but it was made with {made} CPU kernels and this process computes with {here}: it would train "
+            "otherwise", f"run the same command with {' '.join(f'{k}={v}' for k, v in env.items())} (as "
+            "scripts/reproduce_results.sh does)" if env else f"train it on a machine with {made} kernels")
 
 
 def _check_remade(remade: list, out: Path, committed: Path | None) -> None:

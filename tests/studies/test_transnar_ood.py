@@ -16,6 +16,7 @@ import torch
 from typer.testing import CliRunner
 
 from relreason.cli.main import app
+from relreason.runtime import KERNEL_LEVELS, cpu_kernels, kernels_environment
 from relreason.studies.cells import config_differences, nar_cells, plan_cells
 from relreason.studies.report import distribution_breakdown, size_classes
 from relreason.studies.tables import TABLES
@@ -140,6 +141,18 @@ def test_the_study_trains_the_nars_first_and_tables_both_columns_in_and_out_of_d
     other = relreason(*resume, "--out", str(tmp_path / "fresh2"))
     assert other.returncode == 1 and "differs from its result committed under" in other.stderr, other.stderr
     assert not (tmp_path / "fresh2" / "cells" / "transnar").exists()  # no cell read the NAR that differs
+    # made with other CPU kernels: refused before any training (it would train otherwise), with what would help
+    here = cpu_kernels()
+    lower = [level for level in KERNEL_LEVELS if level != here and kernels_environment(level)][:1]  # e.g. DEFAULT
+    for made in ("AVX1024", *lower):  # a level above this machine's, and one below it
+        (partly / "cells" / "triplet_gmpnn" / "transnar_ood_nar" / "insertion_sort" / "seed0.json").write_text(
+            json.dumps({**record, "hardware": [f"A (2 cores), 1 torch thread, cpu, {made} kernels, torch 2.13.0"]}))
+        refused = relreason(*resume, "--out", str(tmp_path / f"fresh-{made}"))
+        assert refused.returncode == 1 and f"was made with {made} CPU kernels and this process computes with {here}" \
+            in refused.stderr, refused.stderr
+        hint = (f"ATEN_CPU_CAPABILITY={made.lower()}" if kernels_environment(made) else
+                f"train it on a machine with {made} kernels")
+        assert hint in refused.stderr and not (tmp_path / f"fresh-{made}" / "cells").exists()
     # --verify in a fresh checkout: the NAR weights are not committed, so the TransNAR cell's NAR cell is re-trained
     # in full from its result file (and must give its committed scores) before the TransNAR cell's validations
     shutil.rmtree(out)
