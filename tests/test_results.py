@@ -308,13 +308,20 @@ def test_the_summary_opens_the_report_with_each_columns_cells_average_verdict_de
     for cell, score in zip(plan_cells(study, ["bellman_ford"], (0, 1, 2), None, tmp_path / "rep", []), (0.97, 0.975, 0.98)):
         _finish(cell, score, seconds=1800.0)
     collect_results(tmp_path / "rep", tmp_path / "results")
+    verify = tmp_path / "results" / "verify" / "triplet_gmpnn" / "triplet_gmpnn" / "bellman_ford"
+    verify.mkdir(parents=True)
+    code = {"commit": "0" * 40, "dirty": False, "source": "s", "version": "0.1.0"}
+    for seed, matches in ((0, True), (1, False)):  # seed 2 not verified yet
+        (verify / f"seed{seed}.json").write_text(json.dumps({"code": code, "matches": matches, "validations": 3,
+                                                             "difference": None if matches else "validation at 32"}))
     write_report(tmp_path / "results", tmp_path / "RESULTS.md")
     md = (tmp_path / "RESULTS.md").read_text()
     assert md.index("## Summary") < md.index("## ibarz2022")
     # 3 comparable cells of 30 tasks x the paper's 10 seeds; one task compares, so its row's figures (see the
-    # test above: 97.50 against 97.39, inconclusive at ±1); one device; 3 x 30 minutes
+    # test above: 97.50 against 97.39, inconclusive at ±1); one verified the same, one differing; one device;
+    # 3 x 30 minutes
     assert ("| ibarz2022 | triplet-gmpnn | 3 of 300 | 97.50 over 1 task | 97.39 ± 0.19 (± undefined, 10 seeds) "
-            "| inconclusive | Test CPU (2 cores), cpu | 1.50 h |") in md
+            "| inconclusive | 1 of 3; 1 differs | Test CPU (2 cores), cpu | 1.50 h |") in md
 
 
 def test_a_cell_whose_code_is_not_recorded_stands_apart_and_is_trained_again(tmp_path, monkeypatch):

@@ -276,7 +276,7 @@ def report_sections(results: Path, margin: float | None = None, tables: list[str
                              f"{DIAGNOSTIC_TEST_MAX:,}, seed {DIAGNOSTIC_TEST_SEED}; the protocol's 32 graphs carry "
                              "about ±0.4-1 point of test-set noise; each row names the samples it was scored on):"), Block(rows=picked, columns=SELECTION_COLUMNS)]
         sections.append(Section("table", name, title, blocks, ordered))
-        summary += summary_rows(study, result, rows)
+        summary += summary_rows(study, result, rows, verified)
     if tables is None and unrecorded:
         rows = [dict(zip(UNRECORDED_COLUMNS, [
             model, setting, task, str(seed), f"{100 * res.test.score:.2f}", duration(res.seconds),
@@ -313,12 +313,14 @@ def report_sections(results: Path, margin: float | None = None, tables: list[str
     return sections
 
 
-SUMMARY_COLUMNS = ["table", "column", "cells done", "ours (average)", "paper (same tasks)", "verdict", "device",
-                   "compute"]
+SUMMARY_COLUMNS = ["table", "column", "cells done", "ours (average)", "paper (same tasks)", "verdict", "verified",
+                   "device", "compute"]
 SUMMARY_TEXT = ("Each published table with finished cells, one row per column: its comparable cells done against "
                 "the table at the paper's seed count, our average over the tasks that compare (two or more seeds "
-                "of ours and a published figure) beside the paper's over the same tasks, with the verdict; the "
-                "devices its cells ran on and their wall time summed. The sections below give every cell.")
+                "of ours and a published figure) beside the paper's over the same tasks, with the verdict; how many "
+                "of its cells `reproduce --verify` re-trained to the same first validations (and how many it found "
+                "to differ); the devices its cells ran on and their wall time summed. The sections below give every "
+                "cell.")
 UNRECORDED_COLUMNS = ["model", "setting", "task", "seed", "score", "wall time", "hardware"]
 
 
@@ -329,10 +331,11 @@ def _device(hardware: str) -> str:
     return ", ".join([parts[0], *[p for p in parts[1:] if p == "cpu" or p.startswith(("cuda", "mps"))]])
 
 
-def summary_rows(study: Study, result: dict, rows: list[dict]) -> list[dict]:
+def summary_rows(study: Study, result: dict, rows: list[dict], verified: dict) -> list[dict]:
     """The summary's rows for one table: per column with cells, how many of its comparable cells are done
-    (of tasks x the paper's seeds, where it printed them), its average row's figures (study_table's), the
-    devices and the summed wall time."""
+    (of tasks x the paper's seeds, where it printed them), its average row's figures (study_table's), how many
+    of its cells `reproduce --verify` found the same and how many it found to differ (`verified`: the verify
+    records by (model, setting, task, seed)), the devices and the summed wall time."""
     out = []
     for v in result["variants"]:
         cells = [c for c in result["cells"] if c["variant"] == v]
@@ -352,11 +355,14 @@ def summary_rows(study: Study, result: dict, rows: list[dict]) -> list[dict]:
             if row["verdict"] in {v.value for v in Verdict}:  # a comparison that means something: what the average would show
                 average = row
                 ours = f"{row['ours'].split(' ')[0]} over 1 task"
+        checks = [verified.get((c["model"], c["setting"], c["task"], c["seed"])) for c in cells]
+        same, differ = sum(bool(v and v["matches"]) for v in checks), sum(bool(v and not v["matches"]) for v in checks)
+        checked = f"{same} of {len(cells)}" + (f"; {differ} differ{'s' * (differ == 1)}" if differ else "")
         devices = sorted({_device(h) for c in cells for h in c["hardware"]}) or ["not recorded"]
         seconds = sum(c["seconds"] or 0.0 for c in cells)
         out.append(dict(zip(SUMMARY_COLUMNS, [
             study.name, v, done, ours, average["paper"] if average else "-", average["verdict"] if average else "-",
-            "; ".join(devices), duration(seconds)])))
+            checked, "; ".join(devices), duration(seconds)])))
     return out
 
 
