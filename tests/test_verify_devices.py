@@ -13,9 +13,12 @@ that moves a score by two points must not pass."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from relreason.config import build_config
+from relreason.errors import RelreasonError
 from relreason.runtime import KERNEL_LEVELS, cpu_kernels, hardware, kernels_environment
 from relreason.studies.results import (CROSS_DEVICE_LOSS_RTOL, CROSS_DEVICE_SCORE_ATOL, device_kind, first_kernels,
                                        recorded_kernels, validation_curve, verify_cell, verify_device)
@@ -84,6 +87,11 @@ def test_a_cell_made_with_lower_kernels_is_re_trained_under_them(tmp_path):
     assert above["compared"].endswith(f"; made with AVX1024 CPU kernels, here {cpu_kernels()}, which cannot run "
                                       "them: bit-exact only with the same kernels (verify on a machine with AVX1024)")
     assert first_kernels(_hardware(tmp_path / "w" / "verify")) == cpu_kernels()
+    (tmp_path / "a-file").write_text("")  # the child fails (its data directory is a file): one line, the child's
+    broken = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, data_dir=str(tmp_path / "a-file")))
+    with pytest.raises(RelreasonError, match=r"^the re-training under DEFAULT CPU kernels failed: cannot create .*"
+                                             r"a-file/bfs: Not a directory"):
+        retrain(broken, tmp_path, "broken", "DEFAULT")
 
 
 def _hardware(run_dir) -> list[str]:

@@ -45,14 +45,16 @@ def retrain(cfg, out: Path, name: str, kernels: str | None, log=lambda m: None) 
     with tempfile.NamedTemporaryFile("w", suffix=".json", dir=out, delete=False) as f:
         json.dump(cfg.to_dict(), f)
     try:
-        child = subprocess.run([sys.executable, "-m", "relreason.studies.retrain", f.name, str(out), name],
-                               env={**os.environ, **env}, capture_output=True, text=True)
+        with tempfile.TemporaryFile("w+") as err:
+            with subprocess.Popen([sys.executable, "-u", "-m", "relreason.studies.retrain", f.name, str(out), name],
+                                  env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=err, text=True) as child:
+                for line in child.stdout:  # the training's log lines, as they come
+                    log(line.rstrip("\n"))
+            err.seek(0)
+            last = (err.read().strip().splitlines() or ["(no output)"])[-1]
     finally:
         os.unlink(f.name)
-    for line in child.stdout.splitlines():
-        log(line)
     if child.returncode != 0:
-        last = (child.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise RelreasonError(f"the re-training under {kernels} CPU kernels failed: {last}",
                              "run it again with RELREASON_DEBUG=1 for the child's traceback")
     return f"re-trained under the {kernels} CPU kernels it was made with (here {here}; {', '.join(env)} set)"
@@ -70,7 +72,7 @@ def _main(argv: list[str]) -> int:
     except RelreasonError as e:
         if os.environ.get("RELREASON_DEBUG", "") not in ("", "0"):
             raise
-        print(f"Error: {e}", file=sys.stderr)
+        print(e, file=sys.stderr)  # the parent raises it as its own one-line error
         return 1
     return 0
 
