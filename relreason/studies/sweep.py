@@ -167,8 +167,9 @@ def _check_kernels(remade: list, out: Path, committed: Path | None) -> None:
     for n in remade:
         record = read_object(committed_path(n, out, committed))
         made = first_kernels(record.get("hardware") or [])
-        if made is None or made == here or resolve_device(n.config.train.device).type != "cpu":
-            continue  # kernels not recorded (the check after training decides), the same, or a GPU here
+        if made is None or made == here or device_kind(record.get("hardware") or []) != "cpu" or \
+                resolve_device(n.config.train.device).type != "cpu":
+            continue  # kernels not recorded (the check after training decides), the same, or a GPU on either side
         env = kernels_environment(made)
         raise RelreasonError(
             f"the NAR cell {n.run_dir} must be trained again (its checkpoint is not here) and score as committed, "
