@@ -264,5 +264,5 @@ class TransNAR(TextTransformer):
 
     def gates(self) -> dict[str, float]:
         """tanh of every gate, as "<layer>.attn" / "<layer>.ffn" (0 = closed): how much of the blocks gets through."""
-        return {f"{layer}.{name}": float(torch.tanh(g)) for layer, x in self.cross.items()
+        return {f"{layer}.{name}": float(torch.tanh(g.detach())) for layer, x in self.cross.items()
                 for name, g in x.gates().items()}
