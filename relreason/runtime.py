@@ -212,6 +212,18 @@ def kernels_environment(level: str) -> dict[str, str] | None:
     return {"ATEN_CPU_CAPABILITY": level.lower(), "MKL_ENABLE_INSTRUCTIONS": _MKL_LEVEL[level]}
 
 
+def kernels_hint(level: str) -> str:
+    """What would make a process compute with `level` CPU kernels, in words: the variables to set where this
+    machine can (kernels_environment), else a machine that has them (and, where this process's own
+    ATEN_CPU_CAPABILITY lowered its kernels, unsetting it)."""
+    env = kernels_environment(level)
+    if env is not None:
+        return f"set {' '.join(f'{k}={v}' for k, v in env.items())}"
+    if os.environ.get("ATEN_CPU_CAPABILITY"):
+        return f"unset ATEN_CPU_CAPABILITY (it lowers this machine's kernels), or use a machine with {level} kernels"
+    return f"use a machine with {level} kernels"
+
+
 CODE_PATHS = ("relreason", "pyproject.toml")  # what decides what a run computes, in a checkout
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from relreason.config import build_config
 from relreason.errors import RelreasonError
-from relreason.runtime import KERNEL_LEVELS, cpu_kernels, hardware, kernels_environment
+from relreason.runtime import KERNEL_LEVELS, cpu_kernels, hardware, kernels_environment, kernels_hint
 from relreason.studies.results import (CROSS_DEVICE_LOSS_RTOL, CROSS_DEVICE_SCORE_ATOL, device_kind, first_kernels,
                                        recorded_kernels, validation_curve, verify_cell, verify_device)
 from relreason.studies.retrain import retrain
@@ -65,6 +65,16 @@ def test_a_process_can_lower_its_kernels_but_not_raise_them():
     assert all(kernels_environment(level) is None for level in above) and kernels_environment("AVX1024") is None
 
 
+def test_the_hint_says_how_to_reach_a_level(monkeypatch):
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
+    assert kernels_hint("AVX1024") == "use a machine with AVX1024 kernels"
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")  # a process whose own kernels were lowered
+    assert kernels_hint("AVX1024") == ("unset ATEN_CPU_CAPABILITY (it lowers this machine's kernels), or use a "
+                                       "machine with AVX1024 kernels")
+    if cpu_kernels() in KERNEL_LEVELS:
+        assert kernels_hint("DEFAULT") == "set ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2"
+
+
 @pytest.mark.skipif(cpu_kernels() in ("DEFAULT", "unknown") or cpu_kernels() not in KERNEL_LEVELS,
                     reason="this machine's kernels are the lowest level: there is no other to re-train under")
 def test_a_cell_made_with_lower_kernels_is_re_trained_under_them(tmp_path):
@@ -85,7 +95,8 @@ def test_a_cell_made_with_lower_kernels_is_re_trained_under_them(tmp_path):
     assert first_kernels(_hardware(tmp_path / "v" / "verify")) == "DEFAULT"
     above = verify_cell(cfg, made, 2, tmp_path / "w", made_on="cpu", made_with={"AVX1024"}, kernels="AVX1024")
     assert above["compared"].endswith(f"; made with AVX1024 CPU kernels, here {cpu_kernels()}, which cannot run "
-                                      "them: bit-exact only with the same kernels (verify on a machine with AVX1024)")
+                                      "them: bit-exact only with the same kernels (to verify it, use a machine with "
+                                      "AVX1024 kernels)")
     assert first_kernels(_hardware(tmp_path / "w" / "verify")) == cpu_kernels()
     (tmp_path / "a-file").write_text("")  # the child fails (its data directory is a file): one line, the child's
     broken = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, data_dir=str(tmp_path / "a-file")))

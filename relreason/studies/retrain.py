@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from relreason.errors import RelreasonError
-from relreason.runtime import cpu_kernels, kernels_environment
+from relreason.runtime import cpu_kernels, kernels_environment, kernels_hint
 
 
 def retrain(cfg, out: Path, name: str, kernels: str | None, log=lambda m: None) -> str:
@@ -39,7 +39,7 @@ def retrain(cfg, out: Path, name: str, kernels: str | None, log=lambda m: None) 
         if kernels is None or kernels == here:
             return ""
         return (f"made with {kernels} CPU kernels, here {here}, which cannot run them: bit-exact only with the same "
-                f"kernels (verify on a machine with {kernels})")
+                f"kernels (to verify it, {kernels_hint(kernels)})")
     log(f"re-training under {kernels} CPU kernels, as made (here {here}): in a child process")
     Path(out).mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", suffix=".json", dir=out, delete=False) as f:

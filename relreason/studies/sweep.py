@@ -19,7 +19,7 @@ from relreason.config import to_plain
 from relreason.errors import RelreasonError
 from relreason.rundir import read_object
 from relreason.runs.stats import STD_KIND, check_margin
-from relreason.runtime import cli_command, cpu_kernels, kernels_environment
+from relreason.runtime import cli_command, cpu_kernels, kernels_hint
 from relreason.studies.ablations import ABLATIONS
 from relreason.studies.cells import (cell_label, cell_state, collect, committed_path, committed_result, delta_slug,
                                      is_held, nar_cells, parse_shard, plan_cells, seed_groups, shard_cells)
@@ -170,12 +170,10 @@ def _check_kernels(remade: list, out: Path, committed: Path | None) -> None:
         if made is None or made == here or device_kind(record.get("hardware") or []) != "cpu" or \
                 resolve_device(n.config.train.device).type != "cpu":
             continue  # kernels not recorded (the check after training decides), the same, or a GPU on either side
-        env = kernels_environment(made)
         raise RelreasonError(
             f"the NAR cell {n.run_dir} must be trained again (its checkpoint is not here) and score as committed, "
             f"but it was made with {made} CPU kernels and this process computes with {here}: it would train "
-            "otherwise", f"run the same command with {' '.join(f'{k}={v}' for k, v in env.items())} (as "
-            "scripts/reproduce_results.sh does)" if env else f"train it on a machine with {made} kernels")
+            "otherwise", f"run the same command again: {kernels_hint(made)}")
 
 
 def _check_remade(remade: list, out: Path, committed: Path | None) -> None:

@@ -150,8 +150,8 @@ def test_the_study_trains_the_nars_first_and_tables_both_columns_in_and_out_of_d
         refused = relreason(*resume, "--out", str(tmp_path / f"fresh-{made}"))
         assert refused.returncode == 1 and f"was made with {made} CPU kernels and this process computes with {here}" \
             in refused.stderr, refused.stderr
-        hint = (f"ATEN_CPU_CAPABILITY={made.lower()}" if kernels_environment(made) else
-                f"train it on a machine with {made} kernels")
+        hint = (f"run the same command again: set ATEN_CPU_CAPABILITY={made.lower()}" if kernels_environment(made)
+                else f"run the same command again: use a machine with {made} kernels")
         assert hint in refused.stderr and not (tmp_path / f"fresh-{made}" / "cells").exists()
     # --verify in a fresh checkout: the NAR weights are not committed, so the TransNAR cell's NAR cell is re-trained
     # in full from its result file (and must give its committed scores) before the TransNAR cell's validations
