@@ -246,7 +246,7 @@ def resume_text() -> str:
 
 
 def _device_text(cell) -> str:
-    """Where the cells of this process train, in words: "cpu", or "NVIDIA H100 80GB HBM3 (cuda:0)"."""
+    """Where the cells of this process train, in words: "cpu (AVX2 kernels)", or "NVIDIA H100 80GB HBM3 (cuda:0)"."""
     from relreason.models.build import resolve_device  # CLI start-up: torch loads on use
 
     device = resolve_device(cell.config.train.device)
@@ -254,7 +254,7 @@ def _device_text(cell) -> str:
         import torch  # CLI start-up: torch loads on use
 
         return f"{torch.cuda.get_device_name(device.index or 0)} ({device})"
-    return str(device)
+    return f"{device} ({cpu_kernels()} kernels)" if device.type == "cpu" else str(device)
 
 
 SEED_BATCH_MAX = 4  # the group size of the default on an accelerator (and of the ratios in costs.json)

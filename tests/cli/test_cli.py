@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from cli_run import UMASK, relreason, succeeds, tiny_sets
 
+from relreason.runtime import cpu_kernels
+
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
@@ -110,7 +112,7 @@ def test_ablate_twice_reads_the_cells_back(tmp_path):
     cells = json.loads(succeeds(first))["cells"]
     assert [c["variant"] for c in cells] == ["rt", "rt 1 layer"]
     assert first.stderr.count("single-layer: ") == 3  # its cost before it trains, then one line per cell trained
-    assert "single-layer: 2 cell(s) to train on cpu; " in first.stderr
+    assert f"single-layer: 2 cell(s) to train on cpu ({cpu_kernels()} kernels); " in first.stderr
     second = relreason(*args)
     assert json.loads(succeeds(second))["cells"] == cells
     assert "single-layer: " not in second.stderr  # nothing trained again

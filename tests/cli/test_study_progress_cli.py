@@ -14,6 +14,7 @@ import pytest
 
 from child_hold import hold_env, release, wait_held
 from cli_run import ENTRY, invoke, ok, one_line_error, succeeds, tiny_sets
+from relreason.runtime import cpu_kernels
 from relreason.studies.ablations import ABLATIONS
 from relreason.studies.cells import plan_cells
 from relreason.studies.costs import costs_file, estimate_cells
@@ -109,7 +110,8 @@ def test_a_study_prints_its_cost_first_and_its_own_resume_command_when_interrupt
     study = args[1]
     cost = next(i for i, line in enumerate(lines) if line.startswith(f"{study}: "))
     cells = 2 if command == "ablate" else 1
-    assert lines[cost].startswith(f"{study}: {cells} cell(s) to train on cpu; not predicted: no measured cell of ")
+    assert lines[cost].startswith(f"{study}: {cells} cell(s) to train on cpu ({cpu_kernels()} kernels); not "
+                                  "predicted: no measured cell of ")
     assert all(f"{study}: " not in line or "cell(s) to train" in line for line in lines[:cost])  # before any cell
     typed = "relreason " + " ".join(map(str, args))
     assert f"{study}: interrupted; resume the study with the same command: {typed}" in lines
