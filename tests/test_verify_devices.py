@@ -22,6 +22,7 @@ from relreason.errors import RelreasonError
 from relreason.runtime import KERNEL_LEVELS, cpu_kernels, hardware, kernels_environment, kernels_hint
 from relreason.studies.results import (CROSS_DEVICE_LOSS_RTOL, CROSS_DEVICE_SCORE_ATOL, device_kind, first_kernels,
                                        recorded_kernels, validation_curve, verify_cell, verify_device)
+from relreason.studies import results
 from relreason.studies.retrain import retrain
 from relreason.studies.results_report import verification
 
@@ -77,7 +78,7 @@ def test_the_hint_says_how_to_reach_a_level(monkeypatch):
 
 @pytest.mark.skipif(cpu_kernels() in ("DEFAULT", "unknown") or cpu_kernels() not in KERNEL_LEVELS,
                     reason="this machine's kernels are the lowest level: there is no other to re-train under")
-def test_a_cell_made_with_lower_kernels_is_re_trained_under_them(tmp_path):
+def test_a_cell_made_with_lower_kernels_is_re_trained_under_them(tmp_path, monkeypatch):
     """A cell whose first session recorded lower kernels than this machine's is re-trained in a child process
     under them (the child's hardware line says so), and the verdict says how; one made with kernels above this
     machine's is re-trained here and its verdict says where it can be verified."""
@@ -98,6 +99,19 @@ def test_a_cell_made_with_lower_kernels_is_re_trained_under_them(tmp_path):
                                       "them: bit-exact only with the same kernels (to verify it, use a machine with "
                                       "AVX1024 kernels)")
     assert first_kernels(_hardware(tmp_path / "w" / "verify")) == cpu_kernels()
+    # kernels not recorded (a cell made before they were): where here's differ, the lower levels are tried in turn
+    monkeypatch.setattr(results, "VERIFY_LOSS_RTOL", 0.0)  # losses exactly: a few updates differ in their last bits
+    if verify_cell(cfg, made, 3, tmp_path / "n", made_on="cpu")["matches"]:
+        pytest.skip("this machine's kernels and DEFAULT round this run alike")
+    found = verify_cell(cfg, made, 3, tmp_path / "u", made_on="cpu", made_with=set(), kernels=None)
+    assert found["matches"] and found["compared"].endswith(
+        "it matches: made with DEFAULT") and f"under {cpu_kernels()}, this machine's, it differed (" in found["compared"]
+    moved = {**made, "validations": [dict(v) for v in made["validations"]]}
+    moved["validations"][2]["loss"] *= 2  # what a change of the code would do: no kernels give it
+    lost = verify_cell(cfg, moved, 3, tmp_path / "m", made_on="cpu", made_with=set(), kernels=None)
+    tried = ", ".join(reversed(KERNEL_LEVELS[:KERNEL_LEVELS.index(cpu_kernels())]))
+    assert not lost["matches"] and lost["compared"].endswith(f"it differs under {cpu_kernels()}, this machine's, and "
+                                                             f"under {tried} too")
     (tmp_path / "a-file").write_text("")  # the child fails (its data directory is a file): one line, the child's
     broken = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, data_dir=str(tmp_path / "a-file")))
     with pytest.raises(RelreasonError, match=r"^the re-training under DEFAULT CPU kernels failed: cannot create .*"

@@ -34,7 +34,7 @@ from relreason.rundir import (CELL_RUN, RunDir, RunResults, read_object, read_ru
 from relreason.data.algorithms import ALGORITHMS, canonical_split
 from relreason.data.store import atomic_path
 from relreason.rundir import ValidationRow, read_metrics, read_results
-from relreason.runtime import code_record, cpu_kernels
+from relreason.runtime import KERNEL_LEVELS, code_record, cpu_kernels
 from relreason.studies.cells import nar_cells, plan_cells, result_identity
 from relreason.studies.retrain import retrain
 from relreason.studies.tables import TABLES
@@ -266,35 +266,55 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
     on = retrain_keys(device)
     cfg = dataclasses.replace(config, train=dataclasses.replace(t, train_examples=max(upto, t.batch_size), **on))
     atol, loss_rtol = score_atol(across), (CROSS_DEVICE_LOSS_RTOL if across else VERIFY_LOSS_RTOL)
-    scratch = Path(workdir) / "verify"
-    if scratch.is_dir() and (scratch / "config.json").is_file():  # an earlier --verify's re-training: start afresh
 
-        shutil.rmtree(scratch)
-    how = retrain(cfg, workdir, "verify", kernels if device == "cpu" and not across else None, log)
-    now = [r for r in read_metrics(workdir / "verify" / "metrics.jsonl") if isinstance(r, ValidationRow)]
-    difference = None
-    for old, new in zip(stored, now):
-        if old["examples"] != new.examples or not abs(old["score"] - new.score) <= atol:
-            difference = (f"validation at {old['examples']:,} examples: {old['score']:.6f} stored, "
-                          f"{new.score:.6f} now (at {new.examples:,})")
-        elif (old["loss"] is None) != (new.loss is None) or (
-                old["loss"] is not None and not math.isclose(old["loss"], new.loss, rel_tol=loss_rtol)):
-            difference = f"training loss at {old['examples']:,} examples: {old['loss']} stored, {new.loss} now"
-        if difference:
-            break
-    if difference is None and len(now) < len(stored):
-        difference = f"{len(now)} validations re-trained, {len(stored)} stored"
+    def attempt(level: str | None) -> tuple[str, str | None]:  # (how the kernels went, the first difference)
+        scratch = Path(workdir) / "verify"
+        if scratch.is_dir() and (scratch / "config.json").is_file():  # an earlier re-training: start afresh
+            shutil.rmtree(scratch)
+        how = retrain(cfg, workdir, "verify", level, log)
+        now = [r for r in read_metrics(scratch / "metrics.jsonl") if isinstance(r, ValidationRow)]
+        return how, _first_difference(stored, now, atol, loss_rtol)
+
+    cpu_here = device == "cpu" and not across
+    how, difference = attempt(kernels if cpu_here else None)
+    here = cpu_kernels()
+    if difference is not None and cpu_here and kernels is None and made_with is not None and here in KERNEL_LEVELS:
+        # its first session's kernels were not recorded: the lower levels this machine can run, highest first
+        tried = []
+        for level in reversed(KERNEL_LEVELS[:KERNEL_LEVELS.index(here)]):
+            tried.append(level)
+            if attempt(level)[1] is None:
+                how, difference = (f"its first session's CPU kernels were not recorded: under {here}, this machine's, "
+                                   f"it differed ({difference}); re-trained under {level} "
+                                   f"(ATEN_CPU_CAPABILITY={level.lower()}), it matches: made with {level}"), None
+                break
+        else:
+            how = (f"its first session's CPU kernels were not recorded: it differs under {here}, this machine's, and "
+                   f"under {', '.join(tried)} too" if tried else "")
     compared = (f"re-trained on the CPU against a {made_on} run: scores within ±{100 * atol:g} points, losses "
                 f"within {loss_rtol:g} (relative)" if across else
                 f"re-trained on {device}, as made: scores exactly, losses within {loss_rtol:g} (relative)")
     if how:
         compared += f"; {how}"
-    elif device == "cpu" and not across and made_with is not None and made_with != {cpu_kernels()}:
-        compared += (f"; made with {', '.join(sorted(made_with)) or 'unrecorded'} CPU kernels, here {cpu_kernels()}: "
+    elif cpu_here and made_with is not None and made_with != {here}:
+        compared += (f"; made with {', '.join(sorted(made_with)) or 'unrecorded'} CPU kernels, here {here}: "
                      f"bit-exact only with the same kernels")
     return {"validations": len(stored), "matches": difference is None, "difference": difference,
             "code": code_record(), "stored_code": curve.get("code"), "made_on": made_on, "device": device,
             "compared": compared}
+
+
+def _first_difference(stored: list[dict], now: list, atol: float, loss_rtol: float) -> str | None:
+    """The first way re-trained validations `now` (ValidationRow) differ from the `stored` ones, in words (None:
+    they do not): their examples, scores within `atol`, training losses within `loss_rtol` (relative), count."""
+    for old, new in zip(stored, now):
+        if old["examples"] != new.examples or not abs(old["score"] - new.score) <= atol:
+            return (f"validation at {old['examples']:,} examples: {old['score']:.6f} stored, {new.score:.6f} now "
+                    f"(at {new.examples:,})")
+        if (old["loss"] is None) != (new.loss is None) or (
+                old["loss"] is not None and not math.isclose(old["loss"], new.loss, rel_tol=loss_rtol)):
+            return f"training loss at {old['examples']:,} examples: {old['loss']} stored, {new.loss} now"
+    return f"{len(now)} validations re-trained, {len(stored)} stored" if len(now) < len(stored) else None
 
 
 def verify_table(table: str, tasks: str | None, seeds: tuple[int, ...], models: str | None, results: Path,
