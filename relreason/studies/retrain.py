@@ -2,9 +2,9 @@
 
     how = retrain(cfg, Path("work"), "verify", kernels="AVX2", log=print)   # work/verify; how: in words
 
-A CPU run re-trains bit-exactly only under the vector instructions its kernels used (torch's and MKL's
-AVX2 and AVX512 kernels round otherwise: 20 Triplet-GMPNN updates already end at other weights), and
-that level is chosen once per process, when torch first computes. So where a cell's first session
+A CPU run re-trains bit-exactly only under the vector instructions its kernels used (torch's DEFAULT, AVX2
+and AVX512 kernels round otherwise: 20 Triplet-GMPNN updates already end at three different weights,
+scripts/cpu_kernels.py), and that level is chosen once per process, when torch first computes. So where a cell's first session
 recorded other kernels than this process's (relreason.runtime.cpu_kernels) and this machine can run
 them (a lower level: relreason.runtime.kernels_environment), the run is trained in a child process
 under them (`python -m relreason.studies.retrain CONFIG OUT NAME`); elsewhere in this process.
