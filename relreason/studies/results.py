@@ -245,11 +245,12 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
     CPU and compared within CROSS_DEVICE_SCORE_ATOL and CROSS_DEVICE_LOSS_RTOL. Returns {"validations",
     "matches", "difference" (the first, in words; None when they match), "code" (today's), "stored_code",
     "made_on", "device" (where it was re-trained), "compared" (how, in words)}. `made_with`: the CPU kernels the
-    cell's CPU sessions recorded (recorded_kernels; None: not known); `kernels`: its first CPU session's
-    (first_kernels). A CPU re-training runs under `kernels` where this machine can run them (relreason.studies.
-    retrain: in a child process where they are not this process's); where it cannot, or the kernels are
-    unrecorded or mixed, "compared" says so: exact equality then is not to be expected, and a difference need not
-    be the code's."""
+    cell's CPU sessions recorded (recorded_kernels; None: no record, nothing is said of kernels); `kernels`: its
+    first CPU session's (first_kernels), which made the validations compared. A CPU re-training runs under
+    `kernels` where this machine can run them (relreason.studies.retrain: in a child process where they are not
+    this process's), and "compared" says where it cannot. Where a record exists but its first session's kernels
+    were not recorded, a re-training that differs under this machine's kernels is tried under each lower level it
+    can run, and "compared" names the level it matched under, or says none did."""
     import torch  # CLI start-up: torch loads on use
 
     if validations < 2:
@@ -291,14 +292,14 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
         else:
             how = (f"its first session's CPU kernels were not recorded: it differs under {here}, this machine's, and "
                    f"under {', '.join(tried)} too" if tried else "")
+    if cpu_here and kernels is None and made_with is not None and not how:
+        how = (f"its first session's CPU kernels were not recorded: it {'matches' if difference is None else 'differs'}"
+               f" under {here}, this machine's")
     compared = (f"re-trained on the CPU against a {made_on} run: scores within ±{100 * atol:g} points, losses "
                 f"within {loss_rtol:g} (relative)" if across else
                 f"re-trained on {device}, as made: scores exactly, losses within {loss_rtol:g} (relative)")
     if how:
         compared += f"; {how}"
-    elif cpu_here and made_with is not None and made_with != {here}:
-        compared += (f"; made with {', '.join(sorted(made_with)) or 'unrecorded'} CPU kernels, here {here}: "
-                     f"bit-exact only with the same kernels")
     return {"validations": len(stored), "matches": difference is None, "difference": difference,
             "code": code_record(), "stored_code": curve.get("code"), "made_on": made_on, "device": device,
             "compared": compared}
