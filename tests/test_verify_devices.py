@@ -14,6 +14,7 @@ that moves a score by two points must not pass."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -21,7 +22,7 @@ from relreason.config import build_config
 from relreason.errors import RelreasonError
 from relreason.runtime import KERNEL_LEVELS, cpu_kernels, hardware, kernels_environment, kernels_hint
 from relreason.studies.results import (CROSS_DEVICE_LOSS_RTOL, CROSS_DEVICE_SCORE_ATOL, device_kind, first_kernels,
-                                       recorded_kernels, validation_curve, verify_cell, verify_device)
+                                       validation_curve, verify_cell, verify_device)
 from relreason.studies import results
 from relreason.studies.retrain import retrain
 from relreason.studies.results_report import verification
@@ -40,10 +41,7 @@ def test_a_cpu_session_records_its_kernels_and_verify_reads_them():
     (AVX2, AVX512, ...): each CPU session records them, and a verdict says where they differ or are unknown."""
     here = hardware("cpu")
     assert f", cpu, {cpu_kernels()} kernels, torch " in here and device_kind([here]) == "cpu"
-    assert recorded_kernels([here]) == {cpu_kernels()}
-    assert recorded_kernels(["AMD EPYC (2 cores), 1 torch thread, cpu, torch 2.13.0+cpu"]) == set()  # before
-    assert recorded_kernels(["A (2 cores), 1 torch thread, cpu, AVX512 kernels, torch 2.13.0+cpu",
-                             "NVIDIA H200, cuda, torch 2.13.0+cu128", here]) == {"AVX512", cpu_kernels()}
+    assert first_kernels([here]) == cpu_kernels()
 
 
 def test_the_first_cpu_session_s_kernels_are_those_a_prefix_was_made_with():
@@ -89,12 +87,12 @@ def test_a_cell_made_with_lower_kernels_is_re_trained_under_them(tmp_path, monke
     assert how.startswith(f"re-trained under the DEFAULT CPU kernels it was made with (here {cpu_kernels()}; ")
     assert first_kernels(_hardware(tmp_path / "made")) == "DEFAULT"
     made = validation_curve(tmp_path / "made")
-    got = verify_cell(cfg, made, 3, tmp_path / "v", made_on="cpu", made_with={"DEFAULT"}, kernels="DEFAULT")
+    got = verify_cell(cfg, made, 3, tmp_path / "v", made_on="cpu", recorded=True, kernels="DEFAULT")
     assert got["matches"], got["difference"]
     assert got["compared"].endswith(f"; re-trained under the DEFAULT CPU kernels it was made with (here "
                                     f"{cpu_kernels()}; ATEN_CPU_CAPABILITY, MKL_ENABLE_INSTRUCTIONS set)")
     assert first_kernels(_hardware(tmp_path / "v" / "verify")) == "DEFAULT"
-    above = verify_cell(cfg, made, 2, tmp_path / "w", made_on="cpu", made_with={"AVX1024"}, kernels="AVX1024")
+    above = verify_cell(cfg, made, 2, tmp_path / "w", made_on="cpu", recorded=True, kernels="AVX1024")
     assert above["compared"].endswith(f"; made with AVX1024 CPU kernels, here {cpu_kernels()}, which cannot run "
                                       "them: bit-exact only with the same kernels (to verify it, use a machine with "
                                       "AVX1024 kernels)")
@@ -103,12 +101,12 @@ def test_a_cell_made_with_lower_kernels_is_re_trained_under_them(tmp_path, monke
     monkeypatch.setattr(results, "VERIFY_LOSS_RTOL", 0.0)  # losses exactly: a few updates differ in their last bits
     if verify_cell(cfg, made, 3, tmp_path / "n", made_on="cpu")["matches"]:
         pytest.skip("this machine's kernels and DEFAULT round this run alike")
-    found = verify_cell(cfg, made, 3, tmp_path / "u", made_on="cpu", made_with=set(), kernels=None)
+    found = verify_cell(cfg, made, 3, tmp_path / "u", made_on="cpu", recorded=True, kernels=None)
     assert found["matches"] and found["compared"].endswith(
         "it matches: made with DEFAULT") and f"under {cpu_kernels()}, this machine's, it differed (" in found["compared"]
     moved = {**made, "validations": [dict(v) for v in made["validations"]]}
     moved["validations"][2]["loss"] *= 2  # what a change of the code would do: no kernels give it
-    lost = verify_cell(cfg, moved, 3, tmp_path / "m", made_on="cpu", made_with=set(), kernels=None)
+    lost = verify_cell(cfg, moved, 3, tmp_path / "m", made_on="cpu", recorded=True, kernels=None)
     tried = ", ".join(reversed(KERNEL_LEVELS[:KERNEL_LEVELS.index(cpu_kernels())]))
     assert not lost["matches"] and lost["compared"].endswith(f"it differs under {cpu_kernels()}, this machine's, and "
                                                              f"under {tried} too")
@@ -166,12 +164,63 @@ def test_the_cross_device_tolerance_covers_a_stand_in_that_rounds_otherwise_at_e
     same = verify_cell(cfg, alone, 3, tmp_path / "v3", made_on="cpu")  # a cpu cell: exactly, on the cpu
     assert same["matches"] and same["compared"].startswith("re-trained on cpu, as made: scores exactly")
     assert "kernels" not in same["compared"]  # the kernels it was made with not given: nothing said of them
-    mine = verify_cell(cfg, alone, 3, tmp_path / "v4", made_on="cpu", made_with={cpu_kernels()},
+    mine = verify_cell(cfg, alone, 3, tmp_path / "v4", made_on="cpu", recorded=True,
                        kernels=cpu_kernels())
     assert mine["matches"] and "kernels" not in mine["compared"]
-    later = verify_cell(cfg, alone, 3, tmp_path / "v5", made_on="cpu", made_with={"AVX1024", cpu_kernels()},
+    later = verify_cell(cfg, alone, 3, tmp_path / "v5", made_on="cpu", recorded=True,
                         kernels=cpu_kernels())  # later sessions elsewhere: the first validations are the first's
     assert later["matches"] and "kernels" not in later["compared"]
-    unknown = verify_cell(cfg, alone, 3, tmp_path / "v6", made_on="cpu", made_with=set())  # made before recorded
+    unknown = verify_cell(cfg, alone, 3, tmp_path / "v6", made_on="cpu", recorded=True)  # made before recorded
     assert unknown["compared"].endswith(f"; its first session's CPU kernels were not recorded: it matches under "
                                         f"{cpu_kernels()}, this machine's")
+
+
+def test_reproduce_verify_reads_each_cells_kernels_from_its_committed_record(tmp_path, monkeypatch):
+    """`reproduce --verify` hands verify_cell what the committed record says: its first CPU session's kernels (a
+    lower level re-trains under them; this machine's: nothing to say), or that they were not recorded."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from relreason.cli.main import app
+    from tests.cli.cli_run import relreason, succeeds
+
+    sets = [x for s in ["model.hidden=16", "train.train_examples=32", "train.eval_every_examples=16",
+                        "train.batch_size=8", "data.val_num=4", "data.test_num=4", "train.threads=1",
+                        f"data.data_dir={tmp_path / 'data'}"] for x in ("--set", s)]
+    cell = ["reproduce", "clrs30", "--models", "mpnn", "--tasks", "bfs", "--seeds", "1", *sets]
+    runner = CliRunner()
+    here = cpu_kernels()
+
+    def commit(results_dir, env: dict[str, str] | None = None) -> Path:  # the cell trained and committed
+        with monkeypatch.context() as m:
+            for k, v in (env or {}).items():
+                m.setenv(k, v)
+            succeeds(relreason(*cell, "--out", tmp_path / f"rep-{results_dir}"))
+            succeeds(relreason("results", "--from", tmp_path / f"rep-{results_dir}", "--results",
+                               tmp_path / results_dir, "--md", tmp_path / f"{results_dir}.md"))
+        return tmp_path / results_dir / "cells" / "mpnn" / "clrs30" / "bfs" / "seed0.json"
+
+    def compared(results_dir: str) -> str:
+        got = runner.invoke(app, [*cell, "--verify", "--verify-validations", "3", "--results",
+                                  str(tmp_path / results_dir), "--out", str(tmp_path / f"v-{results_dir}"), "--json"])
+        assert got.exit_code == 0, got.output
+        (row,) = json.loads(got.stdout)["verified"]
+        assert row["matches"], row["difference"]
+        return row["compared"]
+
+    record_file = commit("res")
+    record = json.loads(record_file.read_text())
+    assert first_kernels(record["hardware"]) == here
+    assert "kernels" not in compared("res")  # made with this machine's: nothing to say
+    unrecorded = f"; its first session's CPU kernels were not recorded: it matches under {here}, this machine's"
+    record_file.write_text(json.dumps({**record, "hardware": ["A (2 cores), 1 torch thread, cpu, torch 2.13.0+cpu"]}))
+    assert compared("res").endswith(unrecorded)  # made before kernels were recorded
+    record_file.write_text(json.dumps({k: v for k, v in record.items() if k != "hardware"}))
+    assert compared("res").endswith(unrecorded)  # made before hardware was recorded
+    if here not in KERNEL_LEVELS[1:]:
+        return  # no level below this machine's to make a cell under
+    low = json.loads(commit("low", kernels_environment("DEFAULT")).read_text())
+    assert first_kernels(low["hardware"]) == "DEFAULT"
+    assert compared("low").endswith(f"; re-trained under the DEFAULT CPU kernels it was made with (here {here}; "
+                                    "ATEN_CPU_CAPABILITY, MKL_ENABLE_INSTRUCTIONS set)")

@@ -214,12 +214,6 @@ def retrain_keys(device: str) -> dict:
     return {"device": device} if device == "cuda" else {"device": "cpu", "cuda_graph": False}
 
 
-def recorded_kernels(hardware: list[str]) -> set[str]:
-    """The CPU kernels (relreason.runtime.cpu_kernels) a run's CPU sessions recorded in their hardware lines
-    ("..., cpu, AVX2 kernels, torch ..."); empty for runs made before they were recorded."""
-    return {m.group(1) for h in hardware for m in [re.search(r", (\w+) kernels(,|$)", h)] if m}
-
-
 def first_kernels(hardware: list[str]) -> str | None:
     """The CPU kernels the first CPU session of a run recorded (the session that trained the first validations
     --verify re-trains); None where it recorded none (made before they were recorded) or no session was on a CPU."""
@@ -237,20 +231,20 @@ def score_atol(across: bool) -> float:
 
 
 def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda m: None,
-                made_on: str = "cpu", made_with: set[str] | None = None, kernels: str | None = None) -> dict:
+                made_on: str = "cpu", recorded: bool = False, kernels: str | None = None) -> dict:
     """Re-trains a cell (its resolved `config`, its seed) with today's code up to the `validations`-th
     validation of its stored `curve` (validation_curve) and compares them: the examples exactly, and on the
     device kind it was made on (`made_on`, `verify_device`) the validation scores exactly and the training loss
     beside each within VERIFY_LOSS_RTOL; a cell made on a GPU, where this machine has none, is re-trained on the
     CPU and compared within CROSS_DEVICE_SCORE_ATOL and CROSS_DEVICE_LOSS_RTOL. Returns {"validations",
     "matches", "difference" (the first, in words; None when they match), "code" (today's), "stored_code",
-    "made_on", "device" (where it was re-trained), "compared" (how, in words)}. `made_with`: the CPU kernels the
-    cell's CPU sessions recorded (recorded_kernels; None: no record, nothing is said of kernels); `kernels`: its
-    first CPU session's (first_kernels), which made the validations compared. A CPU re-training runs under
-    `kernels` where this machine can run them (relreason.studies.retrain: in a child process where they are not
-    this process's), and "compared" says where it cannot. Where a record exists but its first session's kernels
-    were not recorded, a re-training that differs under this machine's kernels is tried under each lower level it
-    can run, and "compared" names the level it matched under, or says none did."""
+    "made_on", "device" (where it was re-trained), "compared" (how, in words)}. `recorded`: the cell has a
+    result record (False: none, nothing is said of kernels); `kernels`: the CPU kernels its first CPU session
+    recorded in it (first_kernels; None where that session recorded none), which made the validations compared.
+    A CPU re-training runs under `kernels` where this machine can run them (relreason.studies.retrain: in a child
+    process where they are not this process's), and "compared" says where it cannot. Where a record exists but
+    its first session's kernels were not recorded, a re-training that differs under this machine's kernels is
+    tried under each lower level it can run, and "compared" names the level it matched under, or says none did."""
     import torch  # CLI start-up: torch loads on use
 
     if validations < 2:
@@ -279,7 +273,7 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
     cpu_here = device == "cpu" and not across
     how, difference = attempt(kernels if cpu_here else None)
     here = cpu_kernels()
-    if difference is not None and cpu_here and kernels is None and made_with is not None and here in KERNEL_LEVELS:
+    if difference is not None and cpu_here and kernels is None and recorded and here in KERNEL_LEVELS:
         # its first session's kernels were not recorded: the lower levels this machine can run, highest first
         tried = []
         for level in reversed(KERNEL_LEVELS[:KERNEL_LEVELS.index(here)]):
@@ -292,7 +286,7 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
         else:
             how = (f"its first session's CPU kernels were not recorded: it differs under {here}, this machine's, and "
                    f"under {', '.join(tried)} too" if tried else "")
-    if cpu_here and kernels is None and made_with is not None and not how:
+    if cpu_here and kernels is None and recorded and not how:
         how = (f"its first session's CPU kernels were not recorded: it {'matches' if difference is None else 'differs'}"
                f" under {here}, this machine's")
     compared = (f"re-trained on the CPU against a {made_on} run: scores within ±{100 * atol:g} points, losses "
@@ -348,8 +342,7 @@ def verify_table(table: str, tasks: str | None, seeds: tuple[int, ...], models: 
             record = Path(results) / CELLS / f"{rel}.json"
             hardware = (read_object(record).get("hardware") or []) if record.is_file() else None
             got = verify_cell(config, read_object(curve_file), validations, workdir / str(rel), log, made_on,
-                              None if hardware is None else recorded_kernels(hardware),
-                              None if hardware is None else first_kernels(hardware))
+                              hardware is not None, None if hardware is None else first_kernels(hardware))
             if nar is not None:
                 got["nar"], got["compared"] = nar, f"{got['compared']}; its NAR cell {nar['compared']}"
         _write(Path(results) / VERIFY / f"{rel}.json", got)
