@@ -188,7 +188,7 @@ def test_reproduce_verify_reads_each_cells_kernels_from_its_committed_record(tmp
     sets = [x for s in ["model.hidden=16", "train.train_examples=32", "train.eval_every_examples=16",
                         "train.batch_size=8", "data.val_num=4", "data.test_num=4", "train.threads=1",
                         f"data.data_dir={tmp_path / 'data'}"] for x in ("--set", s)]
-    cell = ["reproduce", "clrs30", "--models", "mpnn", "--tasks", "bfs", "--seeds", "1", *sets]
+    cell = ["reproduce", "clrs30", "--models", "mpnn", "--tasks", "bfs", "--seeds", "1"]
     runner = CliRunner()
     here = cpu_kernels()
 
@@ -196,7 +196,7 @@ def test_reproduce_verify_reads_each_cells_kernels_from_its_committed_record(tmp
         with monkeypatch.context() as m:
             for k, v in (env or {}).items():
                 m.setenv(k, v)
-            succeeds(relreason(*cell, "--out", tmp_path / f"rep-{results_dir}"))
+            succeeds(relreason(*cell, *sets, "--out", tmp_path / f"rep-{results_dir}"))
             succeeds(relreason("results", "--from", tmp_path / f"rep-{results_dir}", "--results",
                                tmp_path / results_dir, "--md", tmp_path / f"{results_dir}.md"))
         return tmp_path / results_dir / "cells" / "mpnn" / "clrs30" / "bfs" / "seed0.json"

@@ -81,6 +81,25 @@ def reproduce_cmd(
     from relreason.studies.sweep import SweepOptions, run_table, sweep_status, table_costs  # CLI start-up: loads on use
 
     seeds = parse_seeds(seeds_text) if seeds_text is not None else None
+    if verify:  # each cell re-trains under the config its result file stored: a training option would be dropped
+        given = [flag for flag, on in (
+            ("--list", list_tables), ("--status", status), ("--recipe", recipe is not None), ("--set", bool(sets)),
+            ("--rerun-stale", rerun_stale), ("--jobs", jobs != 1), ("--shard", shard),
+            ("--seed-batch", seed_batch != "auto"),
+            ("--seed-strategy", seed_strategy != "auto"), ("--pack", pack != "auto"),
+            ("--no-train", no_train),
+            ("--costs", costs), ("--committed", committed), ("--margin", margin is not None),
+            ("--launcher", launcher != "local"), ("--slurm", slurm), ("--wait", wait)) if on]
+        if given:
+            raise RelreasonError(f"--verify re-trains each cell under the config its result file stored and does not "
+                                 f"take {', '.join(given)}", "leave them out: relreason reproduce TABLE --tasks ... "
+                                 "--seeds N --verify [--verify-validations K] [--results DIR] [--out DIR]")
+    else:
+        alone = [flag for flag, on in (("--verify-validations", verify_validations != 3),
+                                       ("--results", results_dir != Path("results"))) if on]
+        if alone:
+            raise RelreasonError(f"{', '.join(alone)} without --verify: only --verify reads it",
+                                 "add --verify, or leave it out")
     if list_tables:
         if table is None and (tasks is not None or seeds is not None):
             raise RelreasonError("--list takes --tasks and --seeds with a table name",

@@ -97,6 +97,27 @@ def test_unknown_table_and_model_are_one_line_errors(tmp_path):
     assert res.exit_code == 1 and "which table" in res.output
 
 
+@pytest.mark.parametrize("given, named", [
+    (["--set", "train.threads=1"], "--set"), (["--recipe", "quick"], "--recipe"), (["--jobs", "2"], "--jobs"),
+    (["--status"], "--status"), (["--list"], "--list"), (["--committed", "results"], "--committed"),
+    (["--no-train", "--margin", "2"], "--no-train, --margin"),
+])
+def test_verify_refuses_the_training_options_it_would_drop(tmp_path, given, named):
+    """--verify re-trains each cell under the config its result file stored: an option that would change the
+    training, or another mode of the command, is refused, never dropped."""
+    res = runner.invoke(app, ["reproduce", "clrs30", "--models", "mpnn", "--tasks", "bfs", "--seeds", "1", "--verify",
+                              "--out", str(tmp_path), *given])
+    assert res.exit_code == 1 and f"does not take {named}" in res.output and "Traceback" not in res.output, res.output
+    assert not (tmp_path / "verify").exists()
+
+
+@pytest.mark.parametrize("given", [["--verify-validations", "4"], ["--results", "elsewhere"]])
+def test_the_verify_options_are_refused_without_verify(tmp_path, given):
+    res = runner.invoke(app, ["reproduce", "clrs30", "--models", "mpnn", "--tasks", "bfs", "--seeds", "1", "--no-train",
+                              "--out", str(tmp_path), *given])
+    assert res.exit_code == 1 and f"{given[0]} without --verify" in res.output, res.output
+
+
 def test_shards_and_resume_work_as_in_ablate(tmp_path):
     """`--shard 1/2` trains every other cell (with --seed-batch 1 the cells are the shards' units, on any
     device); `--shard 2/2` the rest; a third call trains nothing."""
