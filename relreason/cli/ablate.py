@@ -19,7 +19,7 @@ from rich.table import Table
 
 from relreason.cli.common import (JobsOpt, JsonOpt, LauncherOpt, MarginOpt, PackOpt, RerunStaleOpt, SeedBatchOpt,
                                   SeedStrategyOpt, ShardOpt, SlurmOpt, StatusOpt, WaitOpt, err, out, parse_seeds,
-                                  report_errors, seeds_option)
+                                  refuse_unread, report_errors, seeds_option)
 from relreason.cli.train import RecipeOpt, SetOpt
 from relreason.errors import RelreasonError
 if TYPE_CHECKING:
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 @report_errors
 def ablate_cmd(
+    ctx: typer.Context,
     name: Annotated[Optional[str], typer.Argument(help="Ablation name, see `relreason ablate --list`.",
                                                   show_default=False)] = None,
     list_ablations: Annotated[bool, typer.Option("--list", help="Train nothing: list the ablations (with NAME, that "
@@ -78,12 +79,17 @@ def ablate_cmd(
                            out=out_dir, sets=tuple(sets or ()), rerun_stale=rerun_stale, jobs=jobs, shard=shard,
                            seed_batch=seed_batch, seed_strategy=seed_strategy, margin=margin, partial=partial,
                            launcher=launcher, slurm=slurm, wait=wait, pack=pack)
+    cells = {"--tasks", "--seeds", "--recipe", "--set", "--json"}  # which cells: what --list and --status read
     if list_ablations:
+        refuse_unread(ctx, "--list", cells | {"--list"},
+                      "relreason ablate [NAME] [--tasks ...] [--seeds N] [--recipe R] [--set K=V] --list")
         print_ablations(ablation_costs(name, options), as_json)
         return
     if name is None:
         raise RelreasonError("which ablation?", "give an ablation name (relreason ablate --list shows them)")
     if status:
+        refuse_unread(ctx, "--status", cells | {"--status", "--out"},
+                      "relreason ablate NAME [--tasks ...] [--seeds N] [--recipe R] [--set K=V] [--out DIR] --status")
         print_status(sweep_status("ablation", name, options), as_json)
         return
     sweep = run_ablation(name, options, log=log_line)

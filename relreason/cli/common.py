@@ -136,6 +136,17 @@ def report_errors(fn: Callable) -> Callable:
 
 
 # Shared option aliases (one definition, used by every command that takes them).
+def refuse_unread(ctx: typer.Context, mode: str, reads: set[str], usage: str) -> None:
+    """Raises where the command line gave an option that `mode` (a mode of the command, e.g. "--verify") does
+    not read: it would be dropped, silently. `reads`: the flags it reads (as `--name`); `usage`: the mode's
+    command line, for the hint. An option given with its default value counts as given."""
+    given = [p.opts[0] for p in ctx.command.params if p.opts[0].startswith("--") and p.opts[0] not in reads
+             and getattr(ctx.get_parameter_source(p.name), "name", None) in ("COMMANDLINE", "ENVIRONMENT")]
+    if given:
+        raise RelreasonError(f"{mode} does not read {', '.join(given)}: {'it' if len(given) == 1 else 'they'} "
+                             "would be ignored", f"leave {'it' if len(given) == 1 else 'them'} out: {usage}")
+
+
 SeedOpt = Annotated[Optional[int], typer.Option("--seed", help="Training seed (train.seed: initialization, batch "
                                                 "order, every noise draw).", show_default="the config's")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing output.")]

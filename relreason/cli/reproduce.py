@@ -14,13 +14,14 @@ from rich.table import Table
 from relreason.cli.ablate import log_line, print_status, print_sweep
 from relreason.cli.common import (JobsOpt, JsonOpt, LauncherOpt, MarginOpt, PackOpt, RerunStaleOpt, SeedBatchOpt,
                                   SeedStrategyOpt, ShardOpt, SlurmOpt, StatusOpt, WaitOpt, err, out, parse_seeds,
-                                  report_errors, seeds_option)
+                                  refuse_unread, report_errors, seeds_option)
 from relreason.cli.train import RecipeOpt, SetOpt
 from relreason.errors import RelreasonError
 
 
 @report_errors
 def reproduce_cmd(
+    ctx: typer.Context,
     table: Annotated[Optional[str], typer.Argument(help="Table name, see `relreason reproduce --list`.",
                                                    show_default=False)] = None,
     list_tables: Annotated[bool, typer.Option("--list", help="List the tables with their cells and measured costs, "
@@ -81,25 +82,6 @@ def reproduce_cmd(
     from relreason.studies.sweep import SweepOptions, run_table, sweep_status, table_costs  # CLI start-up: loads on use
 
     seeds = parse_seeds(seeds_text) if seeds_text is not None else None
-    if verify:  # each cell re-trains under the config its result file stored: a training option would be dropped
-        given = [flag for flag, on in (
-            ("--list", list_tables), ("--status", status), ("--recipe", recipe is not None), ("--set", bool(sets)),
-            ("--rerun-stale", rerun_stale), ("--jobs", jobs != 1), ("--shard", shard),
-            ("--seed-batch", seed_batch != "auto"),
-            ("--seed-strategy", seed_strategy != "auto"), ("--pack", pack != "auto"),
-            ("--no-train", no_train),
-            ("--costs", costs), ("--committed", committed), ("--margin", margin is not None),
-            ("--launcher", launcher != "local"), ("--slurm", slurm), ("--wait", wait)) if on]
-        if given:
-            raise RelreasonError(f"--verify re-trains each cell under the config its result file stored and does not "
-                                 f"take {', '.join(given)}", "leave them out: relreason reproduce TABLE --tasks ... "
-                                 "--seeds N --verify [--verify-validations K] [--results DIR] [--out DIR]")
-    else:
-        alone = [flag for flag, on in (("--verify-validations", verify_validations != 3),
-                                       ("--results", results_dir != Path("results"))) if on]
-        if alone:
-            raise RelreasonError(f"{', '.join(alone)} without --verify: only --verify reads it",
-                                 "add --verify, or leave it out")
     if list_tables:
         if table is None and (tasks is not None or seeds is not None):
             raise RelreasonError("--list takes --tasks and --seeds with a table name",
@@ -107,6 +89,8 @@ def reproduce_cmd(
         if models is not None:  # the listing costs every column: never a subset's cost under the table's name
             raise RelreasonError("--list costs a table's every column and does not take --models",
                                  "leave --models out: relreason reproduce TABLE --tasks ... --seeds N --list")
+        refuse_unread(ctx, "--list", {"--list", "--tasks", "--seeds", "--costs", "--json"},
+                      "relreason reproduce [TABLE --tasks ... --seeds N] --list [--costs FILE] [--json]")
         rows, machines = table_costs(costs, table, tasks, None if seeds is None else len(seeds))
         _print_list(rows, machines, as_json)
         return
@@ -116,12 +100,26 @@ def reproduce_cmd(
                            sets=tuple(sets or ()), models=models, train=not no_train, rerun_stale=rerun_stale,
                            jobs=jobs, shard=shard, seed_batch=seed_batch, seed_strategy=seed_strategy,
                            committed=committed, margin=margin, launcher=launcher, slurm=slurm, wait=wait, pack=pack)
+    picks = {"--models", "--tasks", "--seeds", "--out", "--json"}  # which cells, and where: every mode's
     if status:
+        refuse_unread(ctx, "--status", picks | {"--status", "--recipe", "--set"},
+                      "relreason reproduce TABLE --tasks ... --seeds N [--recipe R] [--set K=V] [--out DIR] --status")
         print_status(sweep_status("table", table, options), as_json)
         return
-    if verify:
+    if verify:  # each cell re-trains under the config its result file stored
+        refuse_unread(ctx, "--verify", picks | {"--verify", "--verify-validations", "--results"},
+                      "relreason reproduce TABLE --tasks ... --seeds N --verify [--verify-validations K] "
+                      "[--results DIR] [--out DIR]")
         _verify(table, options, results_dir, verify_validations, as_json)
         return
+    if no_train:
+        refuse_unread(ctx, "--no-train", picks | {"--no-train", "--recipe", "--set", "--committed", "--margin"},
+                      "relreason reproduce TABLE --tasks ... --seeds N [--recipe R] [--set K=V] [--committed DIR] "
+                      "[--margin M] [--out DIR] --no-train")
+    else:
+        refuse_unread(ctx, "a training run", {p.opts[0] for p in ctx.command.params} - {
+            "--costs", "--verify-validations", "--results"}, "--costs is --list's; --verify-validations and --results "
+            "are --verify's")
     print_sweep(run_table(table, options, log=log_line), as_json)
 
 
@@ -173,6 +171,7 @@ def _print_list(rows: list[dict], machines: list[str], as_json: bool) -> None:
 
 @report_errors
 def results_cmd(
+    ctx: typer.Context,
     source: Annotated[Path, typer.Option("--from", help="The reproduce output whose finished cells are collected.")] =
     Path("reproduce"),
     results: Annotated[Path, typer.Option("--results", help="Where the result files are kept (committed).")] =
@@ -196,6 +195,9 @@ def results_cmd(
 
     if margin is not None:
         check_margin(margin)
+    if not collect:
+        refuse_unread(ctx, "--no-collect", {"--results", "--md", "--collect", "--margin"},
+                      "relreason results --no-collect [--results DIR] [--md FILE] [--margin M]")
     if collect:
         copied = collect_results(source, results)
         err.print(f"{len(copied)} result file(s) written under {results}", highlight=False)
