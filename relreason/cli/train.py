@@ -13,8 +13,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from relreason.cli.common import (JsonOpt, SeedOpt, SeedStrategyOpt, err, out, parse_seeds, report_errors,
-                                  seeds_option)
+from relreason.cli.common import (JsonOpt, SeedOpt, SeedStrategyOpt, err, out, parse_seeds, refuse_unread,
+                                  report_errors, seeds_option)
 from relreason.cli.data import graph_help, one_graph
 from relreason.data.families import graph_name, parse_graphs
 from relreason.errors import RelreasonError
@@ -426,6 +426,7 @@ def parse_ood(text: str) -> list[int]:
 
 @report_errors
 def export_cmd(
+    ctx: typer.Context,
     run_dir: Annotated[Path, typer.Argument(help="Run directory to export.", show_default=False, readable=False)],
     out_dir: Annotated[Optional[Path], typer.Option("--out", help="Bundle directory (default: RUN/export).",
                                                     show_default=False)] = None,
@@ -450,6 +451,7 @@ def export_cmd(
         raise RelreasonError(f"--hub does not go with {'--out' if out_dir is not None else '--results'}",
                              "--hub DIR names the folder written; drop the other option")
     if results is not None:
+        refuse_unread(ctx, "--results", {"--results"}, "relreason export RUN --results md|csv|json|latex")
         out.print(results_table(run_dir, results), highlight=False, markup=False, end="")
         return
     path = export_bundle(run_dir, hub, hub=True) if hub is not None else export_bundle(run_dir, out_dir)

@@ -114,13 +114,15 @@ CELL = ["clrs30", "--models", "mpnn", "--tasks", "bfs", "--seeds", "1"]
     (["reproduce", *CELL, "--verify-validations", "4"], "a training run does not read --verify-validations"),
     (["reproduce", *CELL, "--results", "elsewhere"], "a training run does not read --results"),
     (["results", "--no-collect", "--from", "reproduce"], "--no-collect does not read --from"),
+    (["export", "a-run", "--results", "md", "--out", "bundle"], "--results does not read --out"),
     (["ablate", "--list", "--partial"], "--list does not read --partial"),
     (["ablate", "single-layer", "--tasks", "bfs", "--status", "--jobs", "2"], "--status does not read --jobs"),
 ])
 def test_a_mode_refuses_the_options_it_would_drop(tmp_path, monkeypatch, command, named):
-    """Each mode of `reproduce` and `ablate` (--list, --status, --verify, --no-train, training) and of `results`
-    (--no-collect) reads some of the options: one it does not read is refused, never silently dropped (--verify
-    re-trains each cell under the config its result file stored, so a --set there changed nothing)."""
+    """Each mode of `reproduce` and `ablate` (--list, --status, --verify, --no-train, training), of `results`
+    (--no-collect) and of `export` (--results) reads some of the options: one it does not read is refused, never
+    silently dropped (--verify re-trains each cell under the config its result file stored, so a --set there
+    changed nothing)."""
     monkeypatch.chdir(tmp_path)  # nothing may be written; were it, here
     res = runner.invoke(app, command)
     assert res.exit_code == 1 and f"Error: {named}: " in res.output and "Traceback" not in res.output, res.output
