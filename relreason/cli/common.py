@@ -135,7 +135,6 @@ def report_errors(fn: Callable) -> Callable:
     return wrapper
 
 
-# Shared option aliases (one definition, used by every command that takes them).
 def refuse_unread(ctx: typer.Context, mode: str, reads: set[str], usage: str) -> None:
     """Raises where the command line gave an option that `mode` (a mode of the command, e.g. "--verify") does
     not read: it would be dropped, silently. `reads`: the flags it reads (as `--name`); `usage`: the mode's
@@ -147,6 +146,7 @@ def refuse_unread(ctx: typer.Context, mode: str, reads: set[str], usage: str) ->
                              "would be ignored", f"leave {'it' if len(given) == 1 else 'them'} out: {usage}")
 
 
+# Shared option aliases (one definition, used by every command that takes them).
 SeedOpt = Annotated[Optional[int], typer.Option("--seed", help="Training seed (train.seed: initialization, batch "
                                                 "order, every noise draw).", show_default="the config's")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing output.")]
