@@ -101,6 +101,7 @@ def quiet_on_workers(fn):
 @report_errors
 @quiet_on_workers
 def train_cmd(
+    ctx: typer.Context,
     model: Annotated[str, typer.Argument(help="Model name, see `relreason list models` (case, '-' and '_' may "
                                          "differ: gforgetnet is g_forgetnet).", show_default=False,
                                          callback=canonical_model_name)],
@@ -153,6 +154,8 @@ def train_cmd(
     if seeds is not None:
         return _train_group(model, task, recipe, sets, seed, name, out_dir, resume, device, graph, print_config,
                             as_json, seeds, seed_strategy, init)
+    refuse_unread(ctx, "a single run (no --seeds)", {p.opts[0] for p in ctx.command.params} - {"--seed-strategy"},
+                  "--seed-strategy is a seed group's (relreason train MODEL TASK --seeds 0,1,2 --seed-strategy loop)")
     if resume:
         if name is None:
             raise RelreasonError("--resume needs the run's --name", "e.g. relreason train mpnn bfs --name myrun --resume")
