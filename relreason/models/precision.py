@@ -15,6 +15,8 @@ from typing import Any, Callable
 
 import torch
 
+from relreason.errors import RelreasonError
+
 
 def autocast(precision: str, device: torch.device):
     """The context a training forward runs in: bf16 autocast, or nothing for fp32 (train.precision)."""
@@ -23,9 +25,17 @@ def autocast(precision: str, device: torch.device):
     return torch.autocast(device.type, dtype=torch.bfloat16)
 
 
-def set_tf32(tf32: bool) -> None:
+def set_tf32(tf32: bool, device: torch.device) -> None:
     """train.tf32: float32 matrix products (and cuDNN convolutions) on CUDA through TF32 tensor cores, or in
-    full float32 (the default, as on the CPU). Process-wide (torch's backend flags)."""
+    full float32 (the default, as on the CPU). Process-wide (torch's backend flags).
+
+    Raises:
+        RelreasonError: TF32 asked for a run on another `device` than CUDA (it would compute in full float32
+            and be recorded as TF32)."""
+    if tf32 and device.type != "cuda":
+        raise RelreasonError(f"train.tf32 rounds CUDA matrix products through TF32, but this run trains on "
+                             f"{device.type}: it would compute in full float32 and be recorded as TF32",
+                             "set train.tf32: false, or train on a CUDA device")
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
 

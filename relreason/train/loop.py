@@ -85,9 +85,9 @@ def run(cfg: Config, out: Path = Path("runs"), name: str | None = None, resume: 
             log, show_progress = _quiet, False
         # the default name holds rank 0's clock
         run_dir = Path(out) / dd.broadcast(default_run_name(cfg) if name is None else name)
+        set_tf32(cfg.train.tf32, dd.device)  # before the run directory is claimed: it may refuse
         with claim(run_dir, resume, dd, lock):
             dd.set_threads(cfg.train.threads)
-            set_tf32(cfg.train.tf32)
             workload = build_workload(cfg, dd.device)
             session = None
             try:

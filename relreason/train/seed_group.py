@@ -227,6 +227,10 @@ def claimed_sessions(members: list[Config], run_dirs: list[Path], resume: list[b
             raise RelreasonError(f"{what} trains in one process", "run it without torchrun")
         if before_build is not None:
             before_build(dd)
+        if len({c.train.tf32 for c in members}) > 1:
+            raise RelreasonError(f"{what}'s runs must agree on train.tf32 (a process-wide setting)",
+                                 "train the runs with and without TF32 apart")
+        set_tf32(members[0].train.tf32, dd.device)  # before any run directory is claimed: it may refuse
         sessions, workloads = [], []
         try:
             for k, (c, run_dir) in enumerate(zip(members, run_dirs)):
@@ -236,10 +240,6 @@ def claimed_sessions(members: list[Config], run_dirs: list[Path], resume: list[b
                 sessions.append(Session(c, Path(run_dir), wl, command, log, False, dd))
                 sessions[-1].about = None if abouts is None else abouts[k]
             dd.set_threads(members[0].train.threads)
-            if len({c.train.tf32 for c in members}) > 1:
-                raise RelreasonError(f"{what}'s runs must agree on train.tf32 (a process-wide setting)",
-                                     "train the runs with and without TF32 apart")
-            set_tf32(members[0].train.tf32)
             yield sessions, dd
         finally:
             for s in sessions:
