@@ -164,12 +164,9 @@ def test_the_cross_device_tolerance_covers_a_stand_in_that_rounds_otherwise_at_e
     same = verify_cell(cfg, alone, 3, tmp_path / "v3", made_on="cpu")  # a cpu cell: exactly, on the cpu
     assert same["matches"] and same["compared"].startswith("re-trained on cpu, as made: scores exactly")
     assert "kernels" not in same["compared"]  # the kernels it was made with not given: nothing said of them
-    mine = verify_cell(cfg, alone, 3, tmp_path / "v4", made_on="cpu", recorded=True,
-                       kernels=cpu_kernels())
+    # made with this machine's kernels (whatever later sessions ran on: first_kernels reads the first's)
+    mine = verify_cell(cfg, alone, 3, tmp_path / "v4", made_on="cpu", recorded=True, kernels=cpu_kernels())
     assert mine["matches"] and "kernels" not in mine["compared"]
-    later = verify_cell(cfg, alone, 3, tmp_path / "v5", made_on="cpu", recorded=True,
-                        kernels=cpu_kernels())  # later sessions elsewhere: the first validations are the first's
-    assert later["matches"] and "kernels" not in later["compared"]
     unknown = verify_cell(cfg, alone, 3, tmp_path / "v6", made_on="cpu", recorded=True)  # made before recorded
     assert unknown["compared"].endswith(f"; its first session's CPU kernels were not recorded: it matches under "
                                         f"{cpu_kernels()}, this machine's")

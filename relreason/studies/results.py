@@ -273,22 +273,20 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
     cpu_here = device == "cpu" and not across
     how, difference = attempt(kernels if cpu_here else None)
     here = cpu_kernels()
-    if difference is not None and cpu_here and kernels is None and recorded and here in KERNEL_LEVELS:
-        # its first session's kernels were not recorded: the lower levels this machine can run, highest first
-        tried = []
-        for level in reversed(KERNEL_LEVELS[:KERNEL_LEVELS.index(here)]):
-            tried.append(level)
+    if cpu_here and recorded and kernels is None:  # its first session's kernels were not recorded
+        how = (f"its first session's CPU kernels were not recorded: it {'matches' if difference is None else 'differs'}"
+               f" under {here}, this machine's")
+        lower = KERNEL_LEVELS[:KERNEL_LEVELS.index(here)] if difference and here in KERNEL_LEVELS else ()
+        for level in reversed(lower):  # where it differs here: the lower levels this machine can run, highest first
             if attempt(level)[1] is None:
                 how, difference = (f"its first session's CPU kernels were not recorded: under {here}, this machine's, "
                                    f"it differed ({difference}); re-trained under {level} "
                                    f"(ATEN_CPU_CAPABILITY={level.lower()}), it matches: made with {level}"), None
                 break
         else:
-            how = (f"its first session's CPU kernels were not recorded: it differs under {here}, this machine's, and "
-                   f"under {', '.join(tried)} too" if tried else "")
-    if cpu_here and kernels is None and recorded and not how:
-        how = (f"its first session's CPU kernels were not recorded: it {'matches' if difference is None else 'differs'}"
-               f" under {here}, this machine's")
+            if lower:
+                how = (f"its first session's CPU kernels were not recorded: it differs under {here}, this machine's, "
+                       f"and under {', '.join(reversed(lower))} too")
     compared = (f"re-trained on the CPU against a {made_on} run: scores within ±{100 * atol:g} points, losses "
                 f"within {loss_rtol:g} (relative)" if across else
                 f"re-trained on {device}, as made: scores exactly, losses within {loss_rtol:g} (relative)")
