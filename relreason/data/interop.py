@@ -39,7 +39,6 @@ import importlib
 import json
 import os
 import shutil
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +47,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from relreason.data.specs import POINTER_TYPES, Location, Stage
-from relreason.data.store import atomic_path, load_dataset, owner_tag
+from relreason.data.store import atomic_path, load_dataset, owned_temporary
 from relreason.data.text import ExampleId, load_text_split
 from relreason.data.trajectory import Dataset
 from relreason.errors import RelreasonError
@@ -291,17 +290,13 @@ def _atomic_directory(out: Path) -> Iterator[Path]:
     removes it if the process dies first."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.{owner_tag()}.", suffix=".tmp", dir=out.parent))
-    try:
+    with owned_temporary(out.parent, f".{out.name}.", ".tmp", directory=True) as tmp:
         yield tmp
         if out.is_dir() and not out.is_symlink():
             shutil.rmtree(out)
         elif out.exists():
             out.unlink()
         os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
 
 
 __all__ = ["EXPORT_FORMATS", "EDGE_MODES", "TEXT_COLUMNS", "export_data", "pyg_graphs", "text_columns",

@@ -11,6 +11,10 @@ under its final name only when complete (temp name + rename), with the permissio
 gives new files. Temporary names carry the writer's pid and host (`.spill-<pid>@<host>-*`,
 `.<name>.<pid>@<host>.*.tmp`): a writer killed outright (`kill -9`, power loss) cannot clean up, so
 the next write into that directory removes the temporaries of writers that are no longer alive.
+
+Every temporary relreason makes is made by `owned_temporary`, which names it before making it: an
+interrupt (Ctrl-C, SIGTERM) that lands between the making and the code that would remove it cannot
+leave it behind, as one landing inside `tempfile.mkdtemp` or `TemporaryDirectory()` could.
 """
 
 from __future__ import annotations
@@ -21,10 +25,10 @@ import math
 import mmap
 import os
 import re
+import secrets
 import shutil
 import socket
 import struct
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -57,8 +61,41 @@ def owner_tag() -> str:
     return f"{os.getpid()}@{_host()}"
 
 
-# `.spill-<pid>@<host>-<random>` directories and `.<name>.<pid>@<host>.<random>.tmp` files
+# `.spill-<pid>@<host>.<random>` directories and `.<name>.<pid>@<host>.<random>.tmp` files and directories
+# (`.spill-<pid>@<host>-<random>`: the spill directories of earlier versions)
 _TEMPORARY = re.compile(r"^\.(?:spill-|.+\.)(\d+)@([A-Za-z0-9_-]+)[.-][^/]*$")
+
+
+@contextmanager
+def owned_temporary(parent: Path, prefix: str, suffix: str = "", directory: bool = False) -> Iterator[Path]:
+    """A new, empty temporary file (mode 0600) or directory (0700) in `parent`, named
+    `<prefix><pid>@<host>.<random><suffix>` (the module docstring), removed when the block ends if it is
+    still there (renamed away, it is not).
+
+    Its name is chosen before it is made and the removal covers the making, so an interrupt landing
+    anywhere (even between the making and the block) leaves nothing. Names that
+    `remove_stale_temporaries` recognises start with `.spill-` or end in `.tmp`. A name already taken
+    (64 random bits, with this process's pid: only a dead process of the same pid could have left it)
+    is a stale temporary: it is removed with this one."""
+    path = Path(parent) / f"{prefix}{owner_tag()}.{secrets.token_hex(8)}{suffix}"
+    try:
+        if directory:
+            os.mkdir(path, 0o700)
+        else:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        yield path
+    finally:
+        _remove_temporary(path)
+
+
+def _remove_temporary(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
 
 
 def _alive(pid: int) -> bool:
@@ -101,16 +138,10 @@ def atomic_path(path: Path) -> Iterator[Path]:
     The file gets the permissions of a normally created file (0666 minus the umask)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{owner_tag()}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    try:
+    with owned_temporary(path.parent, f".{path.name}.", ".tmp") as tmp_path:
         yield tmp_path
-        os.chmod(tmp_path, 0o666 & ~current_umask())  # mkstemp makes 0600
+        os.chmod(tmp_path, 0o666 & ~current_umask())  # made 0600
         os.replace(tmp_path, path)
-    finally:
-        if tmp_path.exists():
-            tmp_path.unlink()
 
 
 def write_dataset(path: Path, chunks: Iterable[Dataset], meta: dict) -> Path:
@@ -131,7 +162,7 @@ def write_dataset(path: Path, chunks: Iterable[Dataset], meta: dict) -> Path:
 def _write_dataset(path: Path, chunks: Iterable[Dataset], meta: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path.parent)
-    with tempfile.TemporaryDirectory(prefix=f".spill-{owner_tag()}-", dir=path.parent) as spill:
+    with owned_temporary(path.parent, ".spill-", directory=True) as spill:
         shapes: dict[str, tuple] = {}
         dtypes: dict[str, np.dtype] = {}
         files: list[dict[str, str]] = []

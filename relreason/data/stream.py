@@ -55,6 +55,7 @@ import multiprocessing
 import os
 import pickle
 import queue
+import secrets
 import shutil
 import signal
 import tempfile
@@ -273,19 +274,21 @@ class MultiPrefetcher:
         self.start_step, self.stop_step, self.workers = start_step, stop_step, workers
         self._next = start_step
         ctx = multiprocessing.get_context(START_METHOD)
-        self._spool = _spool_dir()
-        self._stop = ctx.Event()
-        self._queues = [ctx.Queue(maxsize=depth) for _ in range(workers)]
+        self._procs, self._queues, self._stop = [], [], ctx.Event()
+        self._spool = _spool_name()
+        # The finalizer holds no reference to self: it runs on close(), on garbage collection and at exit.
+        # It is registered before the spool is made, so an interrupt or error from here on cannot leave it.
+        self._finalizer = weakref.finalize(self, _shutdown, self._procs, self._queues, self._stop, self._spool)
+        os.mkdir(self._spool, 0o700)
+        self._queues.extend(ctx.Queue(maxsize=depth) for _ in range(workers))
         # a spawned worker starts with the built-in algorithms only: it imports the modules that registered
         # the others (a plugin's), so that their streams run there too
         modules = tuple(dict.fromkeys(ALGORITHMS.get(s.algorithm).module for s in self.streams
                                       if s.algorithm in ALGORITHMS))
-        self._procs = [ctx.Process(target=_produce, name=f"relreason-data-{j}", daemon=True,
-                                   args=(self.streams, rows, start_step + j, workers, stop_step, q, self._stop,
-                                         self._spool, modules))
-                       for j, q in enumerate(self._queues)]
-        # The finalizer holds no reference to self: it runs on close(), on garbage collection and at exit.
-        self._finalizer = weakref.finalize(self, _shutdown, self._procs, self._queues, self._stop, self._spool)
+        self._procs.extend(ctx.Process(target=_produce, name=f"relreason-data-{j}", daemon=True,
+                                       args=(self.streams, rows, start_step + j, workers, stop_step, q, self._stop,
+                                             self._spool, modules))
+                           for j, q in enumerate(self._queues))
         for p in self._procs:
             p.start()
 
@@ -404,14 +407,16 @@ def _unpack(parts: tuple) -> Dataset:
     return Dataset(algorithm, known if known is not None and dict(known) == spec else MappingProxyType(spec), *rest)
 
 
-def _spool_dir() -> str:
+def _spool_name() -> str:
+    """A new spool directory's path (not yet made): in SHM_DIR when roomy, else the temporary directory."""
+    where = tempfile.gettempdir()
     try:
         room = os.statvfs(SHM_DIR)
         if room.f_bavail * room.f_frsize >= SHM_MIN_FREE and os.access(SHM_DIR, os.W_OK):
-            return tempfile.mkdtemp(prefix="relreason-stream-", dir=SHM_DIR)
+            where = SHM_DIR
     except OSError:
         pass
-    return tempfile.mkdtemp(prefix="relreason-stream-")
+    return os.path.join(where, f"relreason-stream-{os.getpid()}-{secrets.token_hex(8)}")
 
 
 def _shutdown(procs, queues, stop, spool: str) -> None:

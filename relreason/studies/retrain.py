@@ -19,6 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from relreason.data.store import owned_temporary
 from relreason.errors import RelreasonError
 from relreason.runtime import cpu_kernels, kernels_environment, kernels_hint
 
@@ -42,18 +43,14 @@ def retrain(cfg, out: Path, name: str, kernels: str | None, log=lambda m: None) 
                 f"kernels (to verify it, {kernels_hint(kernels)})")
     log(f"re-training under {kernels} CPU kernels, as made (here {here}): in a child process")
     Path(out).mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", suffix=".json", dir=out, delete=False) as f:
-        json.dump(cfg.to_dict(), f)
-    try:
-        with tempfile.TemporaryFile("w+") as err:
-            with subprocess.Popen([sys.executable, "-u", "-m", "relreason.studies.retrain", f.name, str(out), name],
-                                  env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=err, text=True) as child:
-                for line in child.stdout:  # the training's log lines, as they come
-                    log(line.rstrip("\n"))
-            err.seek(0)
-            last = (err.read().strip().splitlines() or ["(no output)"])[-1]
-    finally:
-        os.unlink(f.name)
+    with owned_temporary(Path(out), f".{name}.config.", ".json.tmp") as config, tempfile.TemporaryFile("w+") as err:
+        config.write_text(json.dumps(cfg.to_dict()))
+        with subprocess.Popen([sys.executable, "-u", "-m", "relreason.studies.retrain", str(config), str(out), name],
+                              env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=err, text=True) as child:
+            for line in child.stdout:  # the training's log lines, as they come
+                log(line.rstrip("\n"))
+        err.seek(0)
+        last = (err.read().strip().splitlines() or ["(no output)"])[-1]
     if child.returncode != 0:
         raise RelreasonError(f"the re-training under {kernels} CPU kernels failed: {last}",
                              "run it again with RELREASON_DEBUG=1 for the child's traceback")

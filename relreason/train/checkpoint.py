@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import torch
@@ -29,7 +28,7 @@ from safetensors.torch import load_file, save_file
 
 from relreason import __version__
 from relreason.config import Config, config_from_dict
-from relreason.data.store import current_umask, owner_tag, remove_stale_temporaries
+from relreason.data.store import current_umask, owned_temporary, remove_stale_temporaries
 from relreason.errors import RelreasonError, write_error
 from relreason.files import fd_path, open_regular, read_json_object, safetensors_header, shown
 from relreason.rundir import (CHECKPOINT_CONFIG, OPTIMIZER, OPTIMIZER_META, TRAINER_STATE, WEIGHTS, TrainerState,
@@ -90,8 +89,7 @@ def _save_checkpoint(path: Path, model: torch.nn.Module, cfg: Config, spec_hash:
                      optimizer: torch.optim.Optimizer | None, trainer_state: dict | None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path.parent)  # of a writer killed before its rename
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{owner_tag()}.", suffix=".tmp", dir=path.parent))
-    try:
+    with owned_temporary(path.parent, f".{path.name}.", ".tmp", directory=True) as tmp:
         save_file(_state_for_safetensors(model.state_dict()), tmp / WEIGHTS)
         meta = {"format": FORMAT, "relreason": __version__, "spec_hash": spec_hash, "config": cfg.to_dict(),
                 "plugins": plugin_record(cfg), **(extra or {})}
@@ -102,7 +100,7 @@ def _save_checkpoint(path: Path, model: torch.nn.Module, cfg: Config, spec_hash:
             (tmp / OPTIMIZER_META).write_text(json.dumps(opt_meta))
         if trainer_state is not None:
             (tmp / TRAINER_STATE).write_text(json.dumps(trainer_state, indent=2))
-        umask = current_umask()  # mkdtemp makes 0700 and safetensors writes 0600: give the usual modes
+        umask = current_umask()  # made 0700 and safetensors writes 0600: give the usual modes
         for f in tmp.iterdir():
             os.chmod(f, 0o666 & ~umask)
         os.chmod(tmp, 0o777 & ~umask)
@@ -114,9 +112,6 @@ def _save_checkpoint(path: Path, model: torch.nn.Module, cfg: Config, spec_hash:
         os.replace(tmp, path)
         if old is not None:
             _remove(old, ignore_errors=True)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return path
 
 

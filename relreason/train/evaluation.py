@@ -32,6 +32,7 @@ from relreason.data.config import ClrsDataConfig, LobsterDataConfig
 from relreason.data.families import parse_graph
 from relreason.data.generate import resolve_split
 from relreason.data.lobster import MAX_BACKBONE
+from relreason.data.store import owned_temporary
 from relreason.errors import RelreasonError
 from relreason.eval.grid import grid_rows
 from relreason.eval.memory import Footprint, PROBE_MAX, PROBE_MIN, PROBE_NUM, PROBE_SEED, free_memory, largest_fitting
@@ -311,8 +312,8 @@ def footprint(cfg, workload, task_index: int, graph: str | None, largest: int):
     data = cfg.data
     if graph is not None:
         data = dataclasses.replace(data, graph=graph, graph_splits=("test",))
-    with tempfile.TemporaryDirectory(prefix="relreason-probe-") as tmp:
-        data = dataclasses.replace(data, data_dir=tmp)
+    with owned_temporary(Path(tempfile.gettempdir()), "relreason-probe-", directory=True) as tmp:
+        data = dataclasses.replace(data, data_dir=str(tmp))
         splits = {size: task.load("test", data, size=size, num=PROBE_NUM, seed=PROBE_SEED) for size in {lo, hi}}
         family = test_family(cfg, graph)
         return Footprint.measure(net, [(lo, splits[lo]), (hi, splits[hi])], workload.device,

@@ -1,8 +1,10 @@
 """Dataset files: exact round trip, safetensors compatibility, atomic writes, corrupt files refused,
-permissions from the umask, temporaries of dead writers removed, unreadable files named as such."""
+permissions from the umask, temporaries of dead writers removed, none left by an interrupt landing anywhere,
+unreadable files named as such."""
 
 from __future__ import annotations
 
+import ast
 import os
 import stat
 from pathlib import Path
@@ -14,7 +16,7 @@ from safetensors.numpy import load_file
 
 from relreason.data import ALGORITHMS, generate, iter_chunks
 from relreason.data.generate import split_meta
-from relreason.data.store import (atomic_path, fingerprint, load_dataset, owner_tag, read_meta,
+from relreason.data.store import (atomic_path, fingerprint, load_dataset, owned_temporary, owner_tag, read_meta,
                                   remove_stale_temporaries, save_dataset, write_dataset)
 from relreason.errors import RelreasonError
 
@@ -90,7 +92,7 @@ def test_temporaries_carry_the_writers_pid(tmp_path, monkeypatch):
     monkeypatch.setattr(np, "save", spy)
     name = ALGORITHMS.names()[0]
     write_dataset(tmp_path / "x.safetensors", iter_chunks(name, 5, 2, 1, chunk=1), split_meta(name, "custom", 5, 2, 1))
-    assert seen and all(s.startswith(f".spill-{owner_tag()}-") for s in seen)
+    assert seen and all(s.startswith(f".spill-{owner_tag()}.") for s in seen)
     with atomic_path(tmp_path / "y.json") as tmp:
         assert tmp.name.startswith(f".y.json.{owner_tag()}.") and tmp.name.endswith(".tmp")
 
@@ -108,6 +110,56 @@ def test_stale_temporaries_of_dead_writers_are_removed(tmp_path, make_small):
     assert not any(p.exists() for p in stale)
     assert all(p.exists() for p in kept)
     assert remove_stale_temporaries(tmp_path / "missing") == []
+
+
+def _interrupt_once_made(monkeypatch, directory: Path) -> list[Path]:
+    """os.mkdir and os.open raise KeyboardInterrupt just after they made the first temporary in `directory`:
+    the moment a signal lands between the making and the code that removes it. Returns what they made."""
+    made = []
+
+    def then_interrupt(real):
+        def call(path, *args, **kwargs):
+            out = real(path, *args, **kwargs)
+            if not made and Path(path).parent == directory and Path(path).name.startswith("."):
+                made.append(Path(path))
+                raise KeyboardInterrupt
+            return out
+        return call
+
+    monkeypatch.setattr(os, "mkdir", then_interrupt(os.mkdir))
+    monkeypatch.setattr(os, "open", then_interrupt(os.open))
+    return made
+
+
+def _write_spilled(path: Path) -> None:
+    name = ALGORITHMS.names()[0]
+    write_dataset(path, iter_chunks(name, 5, 2, 1, chunk=1), split_meta(name, "custom", 5, 2, 1))
+
+
+def _write_atomically(path: Path) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text("{}")
+
+
+@pytest.mark.parametrize("write", [_write_spilled, _write_atomically,
+                                   lambda path: owned_temporary(path.parent, ".x.", ".tmp").__enter__(),
+                                   lambda path: owned_temporary(path.parent, ".x.", ".tmp", True).__enter__()],
+                         ids=["spill", "atomic_path", "owned_file", "owned_directory"])
+def test_an_interrupt_right_after_a_temporary_is_made_leaves_nothing(tmp_path, monkeypatch, write):
+    made = _interrupt_once_made(monkeypatch, tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        write(tmp_path / "x.safetensors")
+    monkeypatch.undo()
+    assert made and list(tmp_path.iterdir()) == []
+
+
+def test_every_temporary_is_made_by_owned_temporary():
+    """tempfile's makers return the name only after making it: an interrupt in between leaks it (above)."""
+    makers = {"mkdtemp", "mkstemp", "mktemp", "TemporaryDirectory", "NamedTemporaryFile"}
+    package = Path(__file__).resolve().parents[2] / "relreason"
+    calls = [f"{f.relative_to(package.parent)}:{node.lineno}" for f in sorted(package.rglob("*.py"))
+             for node in ast.walk(ast.parse(f.read_text())) if isinstance(node, ast.Attribute) and node.attr in makers]
+    assert calls == []
 
 
 @pytest.mark.parametrize("reader", [load_dataset, read_meta])

@@ -270,6 +270,25 @@ def test_workers_stop_on_close_and_on_garbage_collection():
     assert all(worker_gone(pid) for pid in pids)
 
 
+def test_an_interrupt_while_a_prefetcher_starts_leaves_no_spool(monkeypatch):
+    made, real = [], os.mkdir
+
+    def mkdir_then_interrupt(path, *args, **kwargs):  # the moment a Ctrl-C lands just after the spool is made
+        real(path, *args, **kwargs)
+        if os.path.basename(path).startswith("relreason-stream-"):
+            made.append(path)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "mkdir", mkdir_then_interrupt)
+    try:
+        Prefetcher(TrainingStream("bfs", 0))
+    except KeyboardInterrupt:
+        pass
+    monkeypatch.undo()
+    gc.collect()
+    assert made and not os.path.exists(made[0])
+
+
 def test_worker_errors_are_raised_in_the_parent():
     stream = TrainingStream("bfs", 0)
     object.__setattr__(stream, "algorithm", "no_such_algorithm")  # breaks only where batches are made
