@@ -10,11 +10,14 @@ import hashlib
 import json
 import os
 import shlex
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 import relreason
@@ -58,6 +61,27 @@ def progress(total: int | None, desc: str, unit: str = "it", disable: bool = Fal
 
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=disable or not bars_enabled(),
                 dynamic_ncols=True, leave=False, **kwargs)
+
+
+@contextmanager
+def terminate_as_interrupt():
+    """SIGTERM (`kill`, a scheduler's stop) raises KeyboardInterrupt, as Ctrl-C does, so that the
+    writers' cleanup runs (temporary files removed) before the process ends. Every command runs under it
+    (relreason.cli.common.report_errors); training stops after its step instead
+    (relreason.train.stop_requests). Main thread only (signal handlers can only be set there); an ignored
+    SIGTERM stays ignored; the previous handler is put back."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def available_memory() -> int:

@@ -23,7 +23,7 @@ from typing import Callable, Iterator, Mapping
 
 from relreason.data.algorithms import ALGORITHMS, algorithm_groups
 from relreason.data.config import ClrsDataConfig, LobsterDataConfig, TextDataConfig
-from relreason.data.generate import cached_split, dataset_path, terminate_as_interrupt, write_split
+from relreason.data.generate import cached_split, dataset_path, write_split
 from relreason.data.lobster import LOBSTER_SPEC, SPLITS, lobster_split
 from relreason.data.specs import Spec, Type, spec_hash
 from relreason.data.store import load_dataset, read_meta, save_dataset, write_dataset
@@ -39,6 +39,7 @@ from relreason.data.text import (
 )
 from relreason.data.trajectory import Dataset
 from relreason.errors import RelreasonError
+from relreason.runtime import terminate_as_interrupt
 from relreason.eval.metric_kinds import METRICS
 from relreason.registry import Registry
 

@@ -1,8 +1,9 @@
 """The ablation paths that guard hours of cells (relreason.studies.sweep.run_ablation, and
 `relreason ablate` through its real entry point): a partial cell is resumed, not restarted or
 refused; a worker's exception under `--jobs` is re-raised, not swallowed into "missing" cells;
-Ctrl-C under `--jobs` stops every running cell at a checkpoint and exits 130, and the same command
-continues; a lower-is-better (lobster) study is aggregated in its own unit, never as a percentage."""
+Ctrl-C (or SIGTERM, to the parent alone or to all) under `--jobs` stops every running cell at a checkpoint
+and exits 130, and the same command continues; a lower-is-better (lobster) study is aggregated in its own
+unit, never as a percentage."""
 
 from __future__ import annotations
 
@@ -77,14 +78,19 @@ def test_a_workers_exception_is_re_raised_under_jobs(tmp_path):
     assert "have no results yet" not in res.stderr and res.stdout == ""
 
 
-def test_ctrl_c_under_jobs_stops_every_cell_at_a_checkpoint_and_the_command_continues(tmp_path):
+@pytest.mark.parametrize("stop", ["ctrl-c", "kill", "scheduler"])
+def test_ctrl_c_under_jobs_stops_every_cell_at_a_checkpoint_and_the_command_continues(tmp_path, stop):
     env = hold_env(tmp_path, examples=2, env={**os.environ, "RELREASON_PROGRESS": "0"})
-    # the whole process group, as a terminal's Ctrl-C: the parent and its worker processes
     proc = subprocess.Popen([*ENTRY, *cli_args(tmp_path, "--jobs", "2")], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         wait_held(tmp_path, proc)  # a worker holds in its cell's validation at 2 examples
-        os.killpg(proc.pid, signal.SIGINT)
+        if stop == "ctrl-c":  # the whole process group, as a terminal's Ctrl-C: the parent and its workers
+            os.killpg(proc.pid, signal.SIGINT)
+        elif stop == "kill":  # `kill PID`: the parent alone, which passes the stop on to its workers
+            os.kill(proc.pid, signal.SIGTERM)
+        else:  # a scheduler's stop (scancel): SIGTERM to every process of the job
+            os.killpg(proc.pid, signal.SIGTERM)
         release(tmp_path)
         stdout, stderr = proc.communicate(timeout=300)
     finally:

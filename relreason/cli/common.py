@@ -28,6 +28,7 @@ from rich.markup import escape
 from relreason.errors import RelreasonError
 from relreason.files import escape_markup
 from relreason.runtime import progress  # noqa: F401  (re-exported for the commands)
+from relreason.runtime import terminate_as_interrupt
 
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
 # Piped or redirected stdout has no width to respect: tables take their natural width, so no name is
@@ -106,7 +107,8 @@ def report_errors(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            with terminate_as_interrupt():  # SIGTERM too ends in "Interrupted." and 130, after the cleanup
+                return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort):
             raise
         except RelreasonError as e:

@@ -16,9 +16,6 @@ the CLRS-30 and Ibarz et al. papers tested on; recorded as `meta["sampler"]` and
 
 from __future__ import annotations
 
-import signal
-import threading
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -32,6 +29,7 @@ from relreason.data.specs import spec_hash, spec_to_json
 from relreason.data.store import load_dataset, read_meta, write_dataset
 from relreason.data.trajectory import Dataset, Trajectory
 from relreason.errors import RelreasonError
+from relreason.runtime import terminate_as_interrupt
 
 MAX_SIZE = 1600  # nodes (SALSA-CLRS's largest test size); edge features are [N, N] per step, so beyond this a split does not fit in memory
 MAX_NUM = 10_000_000
@@ -249,25 +247,6 @@ def write_split(algorithm: str, split: str | None, size: int | None, num: int | 
     with terminate_as_interrupt():
         write_dataset(path, chunks(), split_meta(algorithm, **r))
     return path
-
-
-@contextmanager
-def terminate_as_interrupt():
-    """SIGTERM (`kill`, a scheduler's stop) raises KeyboardInterrupt, as Ctrl-C does, so that the
-    writers' cleanup runs (temporary files removed) before the process ends. Main thread only (signal
-    handlers can only be set there); the previous handler is put back."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
 
 
 def cached_split(algorithm: str, split: str | None, data_dir, size: int | None = None, num: int | None = None,

@@ -14,6 +14,7 @@ the running cells are done.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Callable
@@ -225,6 +226,7 @@ def _train_in_workers(name: str, todo: list[list[Cell]], total: int, jobs: int, 
     except KeyboardInterrupt:
         interrupted = True
         log(f"{name}: interrupted; the running cells save a checkpoint and stop")
+        _stop_workers(pool)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         bar.close()
@@ -234,12 +236,31 @@ def _train_in_workers(name: str, todo: list[list[Cell]], total: int, jobs: int, 
         raise KeyboardInterrupt
 
 
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Asks every worker to stop its cells after their step (SIGINT, as a terminal's Ctrl-C does). A Ctrl-C
+    reached them already (it goes to the whole process group; this one comes within StopRequests.PATIENCE, so
+    it is not a second); a SIGTERM (`kill PID`, a scheduler) reached only this process."""
+    for pid in list(getattr(pool, "_processes", None) or {}):  # ProcessPoolExecutor's workers, by pid
+        try:
+            os.kill(pid, signal.SIGINT)
+        except ProcessLookupError:  # gone already
+            pass
+
+
 def _worker_start(threads: int) -> None:
-    """A worker ignores Ctrl-C between cells (the parent handles it); `threads` torch threads."""
+    """A worker ignores Ctrl-C and SIGTERM between cells (the parent handles both and passes a stop on:
+    `_stop_workers`; in a cell, training stops after its step on either); `threads` torch threads. SIGTERM gets
+    a handler that does nothing rather than SIG_IGN, which the worker's own data processes would inherit and
+    StopRequests would keep."""
     import torch  # CLI start-up: torch loads on use
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _between_cells)
     torch.set_num_threads(threads)
+
+
+def _between_cells(signum, frame) -> None:
+    """A worker's SIGTERM handler outside training: nothing (the parent decides)."""
 
 
 def _worker_group(cells: list[Cell], strategy: str, pack: bool = False) -> list[str]:

@@ -149,6 +149,39 @@ def test_sigterm_during_generate_cleans_up(tmp_path):
     assert not leftovers(tmp_path) and not list(tmp_path.rglob("*.safetensors"))
 
 
+SIGTERM_MID_WRITE = """
+import os, signal, sys, time
+from pathlib import Path
+import typer
+from relreason.cli.common import report_errors
+from relreason.data.store import atomic_path
+app = typer.Typer()
+
+
+@app.command()
+@report_errors
+def write(out: Path):
+    with atomic_path(out / "x.json") as tmp:
+        tmp.write_text("{}")
+        os.kill(os.getpid(), signal.SIGTERM)  # a `kill` while any command writes
+        time.sleep(60)
+
+
+app()
+"""
+
+
+def test_sigterm_during_any_command_cleans_up_and_exits_130(tmp_path):
+    """Every command runs under report_errors, which turns SIGTERM into an interruption (not only generate's)."""
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-c", SIGTERM_MID_WRITE, str(tmp_path)], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 130 and "Interrupted." in res.stderr and "Traceback" not in res.stderr, res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_next_generate_removes_what_a_killed_one_left(tmp_path):
     proc = relreason(*BIG, "--out", tmp_path, wait=False)
     try:
