@@ -108,9 +108,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_temporaries(directory: Path) -> list[Path]:
+def remove_stale_temporaries(directory: Path, prefix: str = "") -> list[Path]:
     """Removes the temporaries (see the module docstring) that dead processes of this host left in
-    `directory`; those of live processes and of other hosts are kept. Returns what was removed."""
+    `directory`, those whose names start with `prefix` only (in a directory other programs share); those of
+    live processes and of other hosts are kept. Returns what was removed."""
     removed = []
     try:
         entries = list(Path(directory).iterdir())
@@ -119,7 +120,7 @@ def remove_stale_temporaries(directory: Path) -> list[Path]:
     host = _host()
     for p in entries:
         m = _TEMPORARY.match(p.name)
-        if not m or not (p.name.startswith(".spill-") or p.name.endswith(".tmp")):
+        if not m or not p.name.startswith(prefix) or not (p.name.startswith(".spill-") or p.name.endswith(".tmp")):
             continue
         if m.group(2) != host or int(m.group(1)) == os.getpid() or _alive(int(m.group(1))):
             continue

@@ -64,6 +64,7 @@ import traceback
 import weakref
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Iterator, Sequence
 
@@ -72,6 +73,7 @@ import numpy as np
 from relreason.data import samplers
 from relreason.data.algorithms import ALGORITHMS, SPECS, Algorithm, live_names
 from relreason.data.generate import run_samples
+from relreason.data.store import owner_tag, remove_stale_temporaries
 from relreason.data.trajectory import Dataset
 from relreason.errors import RelreasonError
 
@@ -239,6 +241,7 @@ POLL_SECONDS = 0.2  # how often a blocked side checks that the other is still th
 JOIN_SECONDS = 5.0  # close(): how long workers may take to finish their batch before they are terminated
 SHM_DIR = "/dev/shm"  # memory-backed files, used when roomy (containers often give it only 64 MiB)
 SHM_MIN_FREE = 2**30  # bytes
+SPOOL_PREFIX = ".relreason-stream."
 
 
 class WorkerTraceback(Exception):
@@ -408,7 +411,9 @@ def _unpack(parts: tuple) -> Dataset:
 
 
 def _spool_name() -> str:
-    """A new spool directory's path (not yet made): in SHM_DIR when roomy, else the temporary directory."""
+    """A new spool directory's path (not yet made): in SHM_DIR when roomy, else the temporary directory. Its name
+    marks it as this process's temporary (relreason.data.store), and the spools that dead processes left there
+    (a training killed outright, its workers with it) are removed first."""
     where = tempfile.gettempdir()
     try:
         room = os.statvfs(SHM_DIR)
@@ -416,7 +421,8 @@ def _spool_name() -> str:
             where = SHM_DIR
     except OSError:
         pass
-    return os.path.join(where, f"relreason-stream-{os.getpid()}-{secrets.token_hex(8)}")
+    remove_stale_temporaries(Path(where), prefix=SPOOL_PREFIX)
+    return os.path.join(where, f"{SPOOL_PREFIX}{owner_tag()}.{secrets.token_hex(8)}.tmp")
 
 
 def _shutdown(procs, queues, stop, spool: str) -> None:

@@ -11,13 +11,16 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
+from fake_runs import dead_pid
 
 from relreason.data import ALGORITHMS, generate
+from relreason.data import stream as stream_module
 from relreason.data.specs import POINTER_TYPES, Stage, Type
-from relreason.data.store import fingerprint
+from relreason.data.store import fingerprint, owner_tag
 from relreason.data.stream import (EDGE_PROBABILITIES, HALVED_EDGE_PROBABILITIES, SIZES, SPARSE_ALGORITHMS,
                                    MultiPrefetcher, Prefetcher, TrainingStream)
 from relreason.errors import RelreasonError
@@ -275,7 +278,7 @@ def test_an_interrupt_while_a_prefetcher_starts_leaves_no_spool(monkeypatch):
 
     def mkdir_then_interrupt(path, *args, **kwargs):  # the moment a Ctrl-C lands just after the spool is made
         real(path, *args, **kwargs)
-        if os.path.basename(path).startswith("relreason-stream-"):
+        if os.path.basename(path).startswith(stream_module.SPOOL_PREFIX):
             made.append(path)
             raise KeyboardInterrupt
 
@@ -287,6 +290,27 @@ def test_an_interrupt_while_a_prefetcher_starts_leaves_no_spool(monkeypatch):
     monkeypatch.undo()
     gc.collect()
     assert made and not os.path.exists(made[0])
+
+
+def test_a_new_prefetcher_removes_the_spools_dead_processes_left(tmp_path, monkeypatch):
+    """A training killed outright (its data workers with it) cannot remove its spool: the next one does."""
+    monkeypatch.setattr(stream_module, "SHM_DIR", str(tmp_path))
+    monkeypatch.setattr(stream_module, "SHM_MIN_FREE", 0)
+    host = owner_tag().split("@")[1]
+    prefix = stream_module.SPOOL_PREFIX
+    stale = tmp_path / f"{prefix}{dead_pid()}@{host}.0123abcd.tmp"
+    kept = [tmp_path / f"{prefix}{os.getppid()}@{host}.0123abcd.tmp",  # a live process's
+            tmp_path / f".other.{dead_pid()}@{host}.0123abcd.tmp"]  # not a spool: not ours to remove here
+    for d in (stale, *kept):
+        d.mkdir()
+    (stale / "step.pkl").write_bytes(b"x")
+    p = Prefetcher(TrainingStream("bfs", 0))
+    try:
+        assert Path(p._spool).parent == tmp_path and Path(p._spool).exists()
+        assert not stale.exists() and all(d.exists() for d in kept)
+    finally:
+        p.close()
+    assert not Path(p._spool).exists()
 
 
 def test_worker_errors_are_raised_in_the_parent():
