@@ -47,7 +47,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from relreason.data.specs import POINTER_TYPES, Location, Stage
-from relreason.data.store import atomic_path, load_dataset, owned_temporary
+from relreason.data.store import atomic_path, current_umask, load_dataset, owned_temporary
 from relreason.data.text import ExampleId, load_text_split
 from relreason.data.trajectory import Dataset
 from relreason.errors import RelreasonError
@@ -292,6 +292,7 @@ def _atomic_directory(out: Path) -> Iterator[Path]:
     out.parent.mkdir(parents=True, exist_ok=True)
     with owned_temporary(out.parent, f".{out.name}.", ".tmp", directory=True) as tmp:
         yield tmp
+        os.chmod(tmp, 0o777 & ~current_umask())  # made 0700: the folder gets a normal folder's mode
         if out.is_dir() and not out.is_symlink():
             shutil.rmtree(out)
         elif out.exists():

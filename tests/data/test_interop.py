@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import stat
 import sys
 
 import numpy as np
@@ -17,7 +18,7 @@ from relreason.data import generate
 from relreason.data.interop import EXPORT_FORMATS, TEXT_COLUMNS, export_data, lost_features, pyg_graphs
 from relreason.data.lobster import generate_lobster
 from relreason.data.specs import POINTER_TYPES, Location, Stage
-from relreason.data.store import save_dataset
+from relreason.data.store import current_umask, save_dataset
 from relreason.data.text import load_text_split, resolve_text_split, text_examples, write_text_split
 from relreason.errors import RelreasonError
 
@@ -88,6 +89,8 @@ def test_text_round_trip(text_file, tmp_path, fmt):
     assert back["seed"] == [5] * 6 and back["index"] == [0, 1, 2, 0, 1, 2]
     assert meta == json.loads(text_file.with_name(text_file.stem + ".meta.json").read_text())
     assert load_text_split(text_file).questions == back["question"]  # the input is untouched
+    mode = (0o777 if out.is_dir() else 0o666) & ~current_umask()  # as a file or folder made normally
+    assert stat.S_IMODE(out.stat().st_mode) == mode
 
 
 def dense(graph, f, n: int, src, dst, t: int | None = None) -> np.ndarray:
