@@ -8,7 +8,7 @@ seed, num, spec, spec hash, relreason version) sits in the safetensors header un
 The writer streams: chunks are spilled to a temporary directory as they are generated, then copied
 into the final file tensor by tensor, so peak memory is one chunk, not the split. The file appears
 under its final name only when complete (temp name + rename), with the permissions the user's umask
-gives new files. Temporary names carry the writer's pid and host (`.spill-<pid>@<host>-*`,
+gives new files. Temporary names carry the writer's pid and host (`.spill-<pid>@<host>.*`,
 `.<name>.<pid>@<host>.*.tmp`): a writer killed outright (`kill -9`, power loss) cannot clean up, so
 the next write into that directory removes the temporaries of writers that are no longer alive.
 
@@ -74,9 +74,9 @@ def owned_temporary(parent: Path, prefix: str, suffix: str = "", directory: bool
 
     Its name is chosen before it is made and the removal covers the making, so an interrupt landing
     anywhere (even between the making and the block) leaves nothing. Names that
-    `remove_stale_temporaries` recognises start with `.spill-` or end in `.tmp`. A name already taken
-    (64 random bits, with this process's pid: only a dead process of the same pid could have left it)
-    is a stale temporary: it is removed with this one."""
+    `remove_stale_temporaries` recognises start with `.spill-` or end in `.tmp`. A name already taken (64
+    random bits beside this process's pid: only a dead process of the same pid could have left it) fails the
+    making with FileExistsError, and that leftover is removed."""
     path = Path(parent) / f"{prefix}{owner_tag()}.{secrets.token_hex(8)}{suffix}"
     try:
         if directory:
