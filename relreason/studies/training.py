@@ -239,7 +239,7 @@ def _train_in_workers(name: str, todo: list[list[Cell]], total: int, jobs: int, 
 def _stop_workers(pool: ProcessPoolExecutor) -> None:
     """Asks every worker to stop its cells after their step (SIGINT, as a terminal's Ctrl-C does). A Ctrl-C
     reached them already (it goes to the whole process group; this one comes within StopRequests.PATIENCE, so
-    it is not a second); a SIGTERM (`kill PID`, a scheduler) reached only this process."""
+    it is not a second), and so may a scheduler's SIGTERM; a `kill PID` reached only this process."""
     for pid in list(getattr(pool, "_processes", None) or {}):  # ProcessPoolExecutor's workers, by pid
         try:
             os.kill(pid, signal.SIGINT)
