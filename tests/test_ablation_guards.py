@@ -79,7 +79,7 @@ def test_a_workers_exception_is_re_raised_under_jobs(tmp_path):
 
 
 @pytest.mark.parametrize("stop", ["ctrl-c", "kill", "scheduler"])
-def test_ctrl_c_under_jobs_stops_every_cell_at_a_checkpoint_and_the_command_continues(tmp_path, stop):
+def test_a_stop_under_jobs_stops_every_cell_at_a_checkpoint_and_the_command_continues(tmp_path, stop):
     env = hold_env(tmp_path, examples=2, env={**os.environ, "RELREASON_PROGRESS": "0"})
     proc = subprocess.Popen([*ENTRY, *cli_args(tmp_path, "--jobs", "2")], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)

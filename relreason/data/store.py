@@ -89,12 +89,14 @@ def owned_temporary(parent: Path, prefix: str, suffix: str = "", directory: bool
 
 
 def _remove_temporary(path: Path) -> None:
+    """Removes a temporary file or folder (a link is unlinked, never followed); what cannot be removed (gone
+    already, another owner's, a read-only place) is left without an error."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
     elif os.path.lexists(path):
         try:
             path.unlink()
-        except FileNotFoundError:
+        except OSError:
             pass
 
 
@@ -124,11 +126,9 @@ def remove_stale_temporaries(directory: Path, prefix: str = "") -> list[Path]:
             continue
         if m.group(2) != host or int(m.group(1)) == os.getpid() or _alive(int(m.group(1))):
             continue
-        try:
-            shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+        _remove_temporary(p)  # another process may get there first, or we may not: not ours to insist
+        if not os.path.lexists(p):
             removed.append(p)
-        except OSError:
-            pass  # another process got there first, or we may not: not ours to insist
     return removed
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -173,9 +175,6 @@ app()
 
 def test_sigterm_during_any_command_cleans_up_and_exits_130(tmp_path):
     """Every command runs under report_errors, which turns SIGTERM into an interruption (not only generate's)."""
-    import subprocess
-    import sys
-
     res = subprocess.run([sys.executable, "-c", SIGTERM_MID_WRITE, str(tmp_path)], capture_output=True, text=True,
                          timeout=120)
     assert res.returncode == 130 and "Interrupted." in res.stderr and "Traceback" not in res.stderr, res.stderr
