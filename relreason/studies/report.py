@@ -230,29 +230,55 @@ def distribution_breakdown(result: dict, margin: float | None = None) -> tuple[l
     groups = [(cls, f"{cls} (n={'/'.join(map(str, sorted(heads[cls])))})") for cls in CLASS_ORDER if cls in heads]
     columns = ["algorithm", "model"] + [f"{head}: {name}" for _, head in groups for name in SCORE_TITLES.values()]
     variants = result["variants"]
-    rows = []
+    keys = [(cls, score) for cls, _ in groups for score in SCORE_TITLES]
+    head_of = {(cls, score): f"{head}: {SCORE_TITLES[score]}" for cls, head in groups for score in SCORE_TITLES}
+    rows, per_algorithm = [], {}
     for algorithm in sorted(algorithms):
-        summaries = {v: {(cls, s): Summary.of(by.get((algorithm, v, cls, s), [])) for cls, _ in groups
-                         for s in SCORE_TITLES} for v in variants}
+        summaries = {v: {k: Summary.of(by.get((algorithm, v, *k), [])) for k in keys} for v in variants}
+        per_algorithm[algorithm] = summaries
         for v in variants:
-            row = {"algorithm": algorithm, "model": v}
-            for cls, head in groups:
-                for score, name in SCORE_TITLES.items():
-                    row[f"{head}: {name}"] = summaries[v][cls, score].text(1)
-            rows.append(row)
+            rows.append({"algorithm": algorithm, "model": v,
+                         **{head_of[k]: summaries[v][k].text(1) for k in keys}})
         for other in variants[1:]:
-            row = {"algorithm": algorithm, "model": f"{variants[0]} minus {other}"}
-            for cls, head in groups:
-                for score, name in SCORE_TITLES.items():
-                    mine, theirs = summaries[variants[0]][cls, score], summaries[other][cls, score]
-                    d = (difference(mine, Figure(theirs.mean, theirs.std, theirs.n, Spread.STD), margin, other)
-                         if mine.n and theirs.n else None)
-                    row[f"{head}: {name}"] = "-" if d is None else (
-                        f"{d.diff:+.1f}" + ("" if d.interval is None else
-                                            f" [{d.interval[0]:+.1f}, {d.interval[1]:+.1f}] "
-                                            f"{_versus(d, margin)}".rstrip()))
-            rows.append(row)
+            rows.append({"algorithm": algorithm, "model": f"{variants[0]} minus {other}",
+                         **{head_of[k]: _minus([summaries[variants[0]][k]], [summaries[other][k]], margin, other)
+                            for k in keys}})
+    if len(algorithms) > 1:
+        rows += _distribution_average(per_algorithm, variants, keys, head_of, margin)
     return rows, columns
+
+
+def _minus(mine: list[Summary], theirs: list[Summary], margin: float | None, other: str) -> str:
+    """The first column minus `other` over the same algorithms (one Summary per algorithm on each side, the
+    mean over them when several), with Welch's 95% interval and the verdict: "+30.0 [+27.0, +33.0] higher"."""
+    if not all(m.n for m in mine) or not all(t.n for t in theirs):
+        return "-"
+    d = difference(mine, [Figure(t.mean, t.std, t.n, Spread.STD) for t in theirs], margin, other)
+    return f"{d.diff:+.1f}" + ("" if d.interval is None else
+                               f" [{d.interval[0]:+.1f}, {d.interval[1]:+.1f}] {_versus(d, margin)}".rstrip())
+
+
+def _distribution_average(per_algorithm: dict[str, dict], variants: list[str], keys: list[tuple[str, str]],
+                          head_of: dict, margin: float | None) -> list[dict]:
+    """The distribution table's average rows: each column's scores averaged over the algorithms where every
+    column has two or more seeds (the study table's rule), then the first column minus each other one over
+    those algorithms with Welch's interval (the variance of a mean over k algorithms: the sum of theirs over
+    k^2); the algorithms averaged and those left out named. No rows when no algorithm has two seeds everywhere."""
+    used = [a for a, s in per_algorithm.items() if all(s[v][keys[0]].n >= 2 for v in variants)]
+    if not used:
+        return []
+    left = [a for a in per_algorithm if a not in used]
+    label = f"average ({len(used)}: {', '.join(used)}" + (f"; left out, one seed: {', '.join(left)}" if left
+                                                         else "") + ")"
+    rows = [{"algorithm": label, "model": v,
+             **{head_of[k]: f"{sum(per_algorithm[a][v][k].mean for a in used) / len(used):.1f}" for k in keys}}
+            for v in variants]
+    for other in variants[1:]:
+        rows.append({"algorithm": label, "model": f"{variants[0]} minus {other}",
+                     **{head_of[k]: _minus([per_algorithm[a][variants[0]][k] for a in used],
+                                           [per_algorithm[a][other][k] for a in used], margin, other)
+                        for k in keys}})
+    return rows
 
 
 def _versus(d: Difference, margin: float | None) -> str:

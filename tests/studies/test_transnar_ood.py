@@ -16,6 +16,7 @@ import torch
 from typer.testing import CliRunner
 
 from relreason.cli.main import app
+from relreason.runs.stats import t975
 from relreason.runtime import KERNEL_LEVELS, cpu_kernels, kernels_environment
 from relreason.studies.cells import config_differences, nar_cells, plan_cells
 from relreason.studies.report import distribution_breakdown, size_classes
@@ -190,10 +191,11 @@ def test_nar_settings_need_a_column_that_reads_a_nar_and_a_nar_one_algorithm(tmp
         plan_cells(STUDY, ["text:core8"], (0,), out=tmp_path)
 
 
-def _cell(variant: str, seed: int, clrs: dict[int, float]) -> dict:
+def _cell(variant: str, seed: int, clrs: dict[int, float], algorithm: str = "bfs") -> dict:
     return {"variant": variant, "seed": seed, "config": {"data": {"preset": "paper"}},
-            "per_task": {f"bfs@{n}": {"algorithm": "bfs", "size": n,
-                                      "outputs": {"shape": 1.0, "parse": 1.0, "clrs": x}} for n, x in clrs.items()}}
+            "per_task": {f"{algorithm}@{n}": {"algorithm": algorithm, "size": n,
+                                              "outputs": {"shape": 1.0, "parse": 1.0, "clrs": x}}
+                         for n, x in clrs.items()}}
 
 
 def test_the_distribution_table_against_hand_values():
@@ -213,6 +215,35 @@ def test_the_distribution_table_against_hand_values():
     assert diff["OOD, extrapolation (n=14): CLRS"] == f"+30.0 [{30 - half:+.1f}, {30 + half:+.1f}] higher"
     assert diff["in distribution (n=12): CLRS"] == "+0.0 [+0.0, +0.0] equal within ±1"
     assert diff["OOD, interpolation (n=10): CLRS"] == "+20.0 [+20.0, +20.0] higher"
+
+
+def test_the_distribution_tables_average_against_hand_values():
+    """Over the algorithms where every column has two seeds (bfs, dfs; dijkstra has one and is named as left
+    out): each column's mean of the per-algorithm means, and the first minus the other with Welch's interval
+    from the four per-seed-group variances over k^2 = 4 (hand: extrapolation diffs +30 and 0, mean +15; the
+    variances of the means 0.25, 0.25 (bfs) and 1, 1 (dfs), over 4: 0.0625, 0.0625, 0.25, 0.25; sum 0.625;
+    df = 0.625^2 / (2 x 0.0625^2 + 2 x 0.25^2) = 2.94, each part with 1 degree of freedom)."""
+    result = {"variants": [WITH, WITHOUT], "seeds": 2, "cells": [
+        _cell(WITH, 0, {14: 0.70}), _cell(WITH, 1, {14: 0.71}),
+        _cell(WITHOUT, 0, {14: 0.40}), _cell(WITHOUT, 1, {14: 0.41}),
+        _cell(WITH, 0, {14: 0.50}, "dfs"), _cell(WITH, 1, {14: 0.52}, "dfs"),
+        _cell(WITHOUT, 0, {14: 0.50}, "dfs"), _cell(WITHOUT, 1, {14: 0.52}, "dfs"),
+        _cell(WITH, 0, {14: 0.90}, "dijkstra"), _cell(WITHOUT, 0, {14: 0.10}, "dijkstra")]}
+    rows, _ = distribution_breakdown(result)
+    head = "OOD, extrapolation (n=14): CLRS"
+    mine, theirs, diff = rows[-3:]
+    label = "average (2: bfs, dfs; left out, one seed: dijkstra)"
+    assert [r["algorithm"] for r in rows[-3:]] == [label] * 3
+    assert (mine["model"], theirs["model"], diff["model"]) == (WITH, WITHOUT, f"{WITH} minus {WITHOUT}")
+    assert mine[head] == "60.8" and theirs[head] == "45.8"  # (70.5 + 51) / 2, (40.5 + 51) / 2
+    df = 0.625 ** 2 / (2 * 0.0625 ** 2 + 2 * 0.25 ** 2)
+    assert abs(df - 2.941) < 1e-3
+    half = t975(df) * 0.625 ** 0.5
+    assert diff[head] == f"+15.0 [{15 - half:+.1f}, {15 + half:+.1f}] higher"
+    # one seed everywhere: no average row (nothing it could compare)
+    single = {"variants": [WITH, WITHOUT], "seeds": 1, "cells": [
+        c for c in result["cells"] if c["seed"] == 0]}
+    assert not any(r["algorithm"].startswith("average") for r in distribution_breakdown(single)[0])
 
 
 def test_graph_cells_have_no_distribution_table():
