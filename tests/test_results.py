@@ -10,7 +10,7 @@ from fake_runs import results_json
 from typer.testing import CliRunner
 
 from relreason.cli.main import app
-from relreason.studies.cells import plan_cells
+from relreason.studies.cells import nar_cells, plan_cells
 from relreason.studies.results import collect_results
 from relreason.studies.results_report import write_report
 from relreason.studies.tables import TABLES
@@ -385,3 +385,60 @@ def test_the_lobster_table_compares_relative_losses_lower_is_better(tmp_path):
     assert "| lobster | rt | 0.25 | 1 of 20 | 0.22 (20 seeds) | +0.03 | - | no verdict: one seed of ours" in md
     assert "| lobster | gcn | 0.40 | 1 of 20 | 0.45 (20 seeds) | -0.05 | - | no verdict: one seed of ours" in md
     assert "Verdict margin: ±0.02 (relative loss)." in md
+
+
+def test_the_nars_a_study_reads_are_shown_under_it_with_their_scores_compute_and_verification(tmp_path):
+    """The TransNAR study's NAR cells stand in none of its comparisons, but they are cells: RESULTS.md shows
+    them under the study (per algorithm their best validation and test over seeds, then each cell with the
+    `train` command that re-makes it alone) and the summary counts them, verified ones and compute included."""
+    study = TABLES.get("transnar-ood")
+    cells = plan_cells(study, ["text:bfs"], (0, 1), None, tmp_path / "rep", [])
+    nars = nar_cells(cells)
+    assert [n.seed for n in nars] == [0, 1]
+    for nar, (best, score) in zip(nars, ((1.0, 0.99), (0.98, 0.97))):
+        cfg = nar.config.to_dict()
+        cfg["train"]["threads"] = 1
+        nar.run_dir.mkdir(parents=True)
+        (nar.run_dir / "results.json").write_text(results_json(
+            cfg, score, seconds=300.0, best_val=best, test_label="test, n=64, 32 samples",
+            hardware=["Test CPU (2 cores), 1 torch thread, cpu"]))
+    text = next(c for c in cells if c.variant.label == "text transformer" and c.seed == 0)
+    text.run_dir.mkdir(parents=True)
+    (text.run_dir / "results.json").write_text(results_json(text.config.to_dict(), 0.4, test_size=12))
+    collect_results(tmp_path / "rep", tmp_path / "results")
+    verify = tmp_path / "results" / "verify" / "triplet_gmpnn" / "transnar_ood_nar" / "bfs"
+    verify.mkdir(parents=True)
+    (verify / "seed0.json").write_text(json.dumps({"code": {"commit": "1" * 40, "dirty": False, "source": "s"},
+                                                   "matches": True, "validations": 3, "difference": None}))
+    write_report(tmp_path / "results", tmp_path / "RESULTS.md")
+    md = (tmp_path / "RESULTS.md").read_text()
+    section = md[md.index("## transnar-ood"):]
+    # best validations 100 and 98 (99.00 ± 1.41), tests 99 and 97 (98.00 ± 1.41), at the validation's n=16
+    assert ("| bfs | triplet-gmpnn nar | 2 | 99.00 ± 1.41 | n=16 | 98.00 ± 1.41 | test, n=64, 32 samples |"
+            in section), section
+    assert ("| triplet-gmpnn nar | bfs | 1 | 97.00 | 5.0 min | Test CPU (2 cores), 1 torch thread, cpu | "
+            "`relreason train triplet_gmpnn bfs --recipe transnar_ood_nar --set train.seed=1 --set train.threads=1` "
+            "|") in section
+    assert "| triplet-gmpnn nar | bfs | 0 | 99.00 |" in section and "same first 3 validations with 111111111" in section
+    summary = md[md.index("## Summary"):md.index("## transnar-ood")]
+    assert "| transnar-ood | triplet-gmpnn nar | 2 (4 tasks) | - | - | - | 1 of 2 | Test CPU (2 cores), cpu | 10.0 min |" \
+        in summary, summary
+
+
+def test_a_nar_cell_trained_otherwise_than_its_protocol_is_marked_so(tmp_path):
+    study = TABLES.get("transnar-ood")
+    cells = plan_cells(study, ["text:bfs"], (0,), None, tmp_path / "rep", [])
+    (nar,) = nar_cells(cells)
+    cfg = nar.config.to_dict()
+    cfg["train"]["train_examples"] = 4800
+    nar.run_dir.mkdir(parents=True)
+    (nar.run_dir / "results.json").write_text(results_json(cfg, 0.9, best_val=0.95))
+    text = next(c for c in cells if c.variant.label == "text transformer")
+    text.run_dir.mkdir(parents=True)
+    (text.run_dir / "results.json").write_text(results_json(text.config.to_dict(), 0.4, test_size=12))
+    collect_results(tmp_path / "rep", tmp_path / "results")
+    write_report(tmp_path / "results", tmp_path / "RESULTS.md")
+    md = (tmp_path / "RESULTS.md").read_text()
+    assert ("| bfs | triplet-gmpnn nar | 1 | 95.00 | n=16 | 90.00 (not the protocol: trained with train.train_examples "
+            "4800 where the protocol has 9600) |") in md, md[md.index("The NARs"):]
+    assert "| transnar-ood | triplet-gmpnn nar | 0 (4 tasks); 1 not comparable |" in md

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from relreason.config import build_config, to_plain
 from relreason.rundir import RunResults, read_object
-from relreason.runs.stats import Verdict
+from relreason.runs.stats import Summary, Verdict
 from relreason.runtime import source_digest
 from relreason.studies.cells import config_differences, delta_slug, protocol_nar, result_identity
 from relreason.studies.plan import PLAN_COLUMNS, PLAN_FILE, plan_status, read_plan
@@ -33,7 +33,7 @@ from relreason.data.store import atomic_path
 from relreason.eval.report import render
 from relreason.studies.tables import TABLES
 from relreason.studies.variants import Study
-from relreason.tasks import TASKS, expand_tasks
+from relreason.tasks import TASKS, expand_tasks, task_entries
 
 
 def code_label(code: dict | None) -> str:
@@ -105,14 +105,9 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
                 why.append(protocol_difference(data.recipe, own, got, want))
             if task in study.not_comparable:
                 why.append(study.not_comparable[task])
-            records.append({"variant": v.label, "model": model, "setting": setting, "task": task, "seed": seed,
-                            "score": data.test.score, "comparable": not why, "why_not": "; ".join(why),
-                            "seconds": data.seconds, "hardware": data.hardware or [],
-                            "command": data.command, "examples": data.examples,
-                            "reproduce": f"relreason reproduce {study.name} --models {model} --tasks {task} "
-                                         f"--seeds {seed + 1}" + _same_threads(data.config),
-                            "recipe": data.recipe, "relreason": data.relreason, "code": data.code,
-                            "per_task": data.per_task, "config": data.config})
+            records.append(_record(v.label, (model, setting, task, seed), data, "; ".join(why),
+                                   f"relreason reproduce {study.name} --models {model} --tasks {task} "
+                                   f"--seeds {seed + 1}"))
     if not records:
         return None
     used_tasks = [t for t in tasks if any(r["task"] == t for r in records)]
@@ -125,6 +120,49 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
             "averages": [{"variant": v, **to_plain(p)} for v, p in study.averages.items()
                          if v in used and used_tasks == tasks],
             "lower_is_better": TASKS.get(used_tasks[0]).lower_is_better, "margin": study.margin}
+
+
+def _record(variant: str, key: tuple, data: RunResults, why: str, reproduce: str) -> dict:
+    """One cell of a table (or of the NARs it reads) as the report uses it: column `variant`, its key (model,
+    setting, task, seed), its result file's figures, why it is not its column's protocol ("": it is) and the
+    command that re-makes it (on the thread count it ran with)."""
+    model, setting, task, seed = key
+    return {"variant": variant, "model": model, "setting": setting, "task": task, "seed": seed,
+            "score": data.test.score, "comparable": not why, "why_not": why, "seconds": data.seconds,
+            "hardware": data.hardware or [], "command": data.command, "examples": data.examples,
+            "test_label": data.test_label, "best_val": data.best_val,
+            "val_size": ((data.config or {}).get("data") or {}).get("val_size"),
+            "reproduce": reproduce + _same_threads(data.config), "recipe": data.recipe, "relreason": data.relreason,
+            "code": data.code, "per_task": data.per_task, "config": data.config}
+
+
+def nar_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | None:
+    """The NAR cells that a study's columns read (`Variant.nar`: the TransNAR study's pre-trained Triplet-GMPNN,
+    one per algorithm and seed), as a result like table_result's: they stand in none of the study's comparisons,
+    but they are cells like any other (their compute, code and verification count), and their own test scores
+    say how good a NAR each TransNAR cell read. A NAR cell trained otherwise than its column's protocol is marked
+    not comparable. None when the study reads no NAR or none is done."""
+    nars = list({v.nar.label: v.nar for v in study.variants if v.nar is not None}.values())
+    algorithms = list(dict.fromkeys(e.algorithm for t in expand_tasks(study.tasks) for e in task_entries(t)
+                                    if e.algorithm is not None))
+    records = []
+    for v in nars:
+        for algorithm in algorithms:
+            recipe = build_config(v.model, algorithm, v.recipe).recipe
+            setting = recipe + (f"+{delta_slug(v.delta)}" if v.delta else "")
+            for (model, got_setting, task, seed), data in files:
+                if (model, got_setting, task) != (v.model, setting, algorithm):
+                    continue
+                protocol = build_config(v.model, algorithm, v.recipe, {"train": {"seed": seed}},
+                                        ablation=(study.name, v.delta))
+                got, want = result_identity(data.config), result_identity(protocol.to_dict())
+                why = "" if got == want else protocol_difference(data.recipe, recipe, got, want)
+                records.append(_record(v.label, (model, setting, task, seed), data, why,
+                                       f"relreason train {model} {task} --recipe {v.recipe} --set train.seed={seed}"))
+    if not records:
+        return None
+    return {"study": study.name, "variants": [v.label for v in nars if any(r["variant"] == v.label for r in records)],
+            "tasks": [a for a in algorithms if any(r["task"] == a for r in records)], "cells": records}
 
 
 def protocol_difference(recipe: str | None, protocol: str, got: dict, want: dict) -> str:
@@ -243,14 +281,7 @@ def report_sections(results: Path, margin: float | None = None, tables: list[str
         rows, columns = study_table(result, margin)
         verdict_margin = table_margin(result, margin)
         ordered = sorted(result["cells"], key=lambda r: (r["task"], r["variant"], r["seed"]))
-        cell_rows = []
-        for r in ordered:
-            key = (r["model"], r["setting"], r["task"], r["seed"])
-            cell_rows.append(dict(zip(CELL_COLUMNS, [
-                r["variant"], r["task"], str(r["seed"]), f"{100 * r['score']:.2f}", duration(r["seconds"]),
-                "; ".join(r["hardware"]) or "not recorded", f"`{r['reproduce']}`", f"`{r['command'] or '?'}`",
-                ", ".join(code_label(c) for c in r["code"]) if r["code"] else "not recorded",
-                verification(r["code"], verified.get(key), today)])))
+        cell_rows = _cell_rows(ordered, verified, today)
         blocks = [Block(f"Paper: {study.source}." +
                         (f" {study.note[:1].upper()}{study.note[1:]}." if study.note else "") +
                         (" No verdicts: this unit declares no equivalence margin." if verdict_margin is None else
@@ -258,6 +289,9 @@ def report_sections(results: Path, margin: float | None = None, tables: list[str
                                                                      else f"percentage point{'s' * (verdict_margin != 1)}."))),
                   Block(rows=rows, columns=columns), *_distribution_blocks(result, margin),
                   Block(rows=cell_rows, columns=CELL_COLUMNS)]
+        nars = nar_result(study, files)
+        if nars is not None:
+            blocks += _nar_blocks(nars, verified, today)
         chosen = [(r, selection.get((r["model"], r["setting"], r["task"], r["seed"]))) for r in ordered]
         if any(sel for _, sel in chosen):
             picked = []
@@ -277,6 +311,8 @@ def report_sections(results: Path, margin: float | None = None, tables: list[str
                              "about ±0.4-1 point of test-set noise; each row names the samples it was scored on):"), Block(rows=picked, columns=SELECTION_COLUMNS)]
         sections.append(Section("table", name, title, blocks, ordered))
         summary += summary_rows(study, result, rows, verified)
+        if nars is not None:
+            summary += summary_rows(study, nars, [], verified)
     if tables is None and unrecorded:
         rows = [dict(zip(UNRECORDED_COLUMNS, [
             model, setting, task, str(seed), f"{100 * res.test.score:.2f}", duration(res.seconds),
@@ -311,6 +347,45 @@ def report_sections(results: Path, margin: float | None = None, tables: list[str
         sections.insert(0, Section("summary", "summary", "Summary", [Block(SUMMARY_TEXT),
                                                                        Block(rows=summary, columns=SUMMARY_COLUMNS)]))
     return sections
+
+
+def _cell_rows(cells: list[dict], verified: dict, today: str) -> list[dict]:
+    """One row per cell (CELL_COLUMNS): its score, wall time, hardware, commands, code and verification."""
+    return [dict(zip(CELL_COLUMNS, [
+        r["variant"], r["task"], str(r["seed"]), f"{100 * r['score']:.2f}", duration(r["seconds"]),
+        "; ".join(r["hardware"]) or "not recorded", f"`{r['reproduce']}`", f"`{r['command'] or '?'}`",
+        ", ".join(code_label(c) for c in r["code"]) if r["code"] else "not recorded",
+        verification(r["code"], verified.get((r["model"], r["setting"], r["task"], r["seed"])), today)]))
+        for r in cells]
+
+
+NAR_COLUMNS = ["algorithm", "model", "seeds", "best validation", "validated at", "test score", "tested on"]
+
+
+def _nar_blocks(nars: dict, verified: dict, today: str) -> list[Block]:
+    """The blocks of a study's NAR cells (nar_result): per algorithm the NARs' own test score over seeds, then
+    each cell as the table's cells are shown."""
+    ordered = sorted(nars["cells"], key=lambda r: (r["task"], r["variant"], r["seed"]))
+    rows = []
+    for task in sorted(nars["tasks"]):
+        for v in nars["variants"]:
+            cells = [r for r in ordered if r["task"] == task and r["variant"] == v]
+            if not cells:
+                continue
+            why = "; ".join(dict.fromkeys(r["why_not"] for r in cells if r["why_not"]))
+            rows.append(dict(zip(NAR_COLUMNS, [
+                task, v, str(len(cells)),
+                Summary.of(None if r["best_val"] is None else 100 * r["best_val"] for r in cells).text(),
+                "; ".join(dict.fromkeys(f"n={r['val_size']}" if r["val_size"] else "?" for r in cells)),
+                Summary.of(100 * r["score"] for r in cells).text() + (f" (not the protocol: {why})" if why else ""),
+                "; ".join(dict.fromkeys(r["test_label"] or "?" for r in cells))])))
+    return [Block("The NARs its columns read, one per algorithm and seed (pre-trained first, then frozen): cells "
+                  "of their own, in no comparison above. Their own scores on the algorithm's graph task, mean ± "
+                  "sample std over seeds: the best validation (the checkpoint the TransNAR cell of that algorithm "
+                  "and seed read) and that checkpoint's test, at the benchmark's test size, which may lie far "
+                  "beyond the text sizes the study tests:"),
+            Block(rows=rows, columns=NAR_COLUMNS), Block(rows=_cell_rows(ordered, verified, today),
+                                                         columns=CELL_COLUMNS)]
 
 
 SUMMARY_COLUMNS = ["table", "column", "cells done", "ours (average)", "paper (same tasks)", "verdict", "verified",
@@ -351,8 +426,8 @@ def summary_rows(study: Study, result: dict, rows: list[dict], verified: dict) -
             ours = f"{average['ours']} over {average['seeds'].split(':')[0]}"
         elif average is None and len(result["tasks"]) == 1:  # study_table averages only over several tasks
             (task,) = result["tasks"]
-            row = next(r for r in rows if r["task"] == task and r["model"] == v)
-            if row["verdict"] in {v.value for v in Verdict}:  # a comparison that means something: what the average would show
+            row = next((r for r in rows if r["task"] == task and r["model"] == v), None)
+            if row is not None and row["verdict"] in {v.value for v in Verdict}:  # a comparison that means something: what the average would show
                 average = row
                 ours = f"{row['ours'].split(' ')[0]} over 1 task"
         checks = [verified.get((c["model"], c["setting"], c["task"], c["seed"])) for c in cells]
