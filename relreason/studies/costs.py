@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from relreason.config import paper_recipe
+from relreason.config import build_config, paper_recipe
 from relreason.errors import RelreasonError
 from relreason.files import read_json
 from relreason.studies.cells import Cell, delta_slug
 from relreason.studies.tables import TABLES
+from relreason.tasks import task_entries
 
 # what makes two cells cost the same (besides the task, the seed and the training examples, scaled)
 CostKey = tuple[str, str, str, int]  # (model, resolved recipe, delta slug, batch size)
@@ -85,7 +86,24 @@ def _measured(costs_path: str) -> dict[CostKey, dict[str, Measured]]:
                 recipe = v.recipe if v.recipe is not None else paper_recipe(v.model, task)
                 found.setdefault((v.model, recipe, delta_slug(v.delta), int(m["batch"])), {}).setdefault(
                     task, Measured(float(m["seconds"]), int(m["examples"]), machine, task))
+                if v.nar is not None and m.get("nar_s"):
+                    _nar_measured(found, study.name, v.nar, task, float(m["nar_s"]), machine)
     return found
+
+
+def _nar_measured(found: dict, study: str, nar, task: str, seconds: float, machine: str) -> None:
+    """Records the NAR cell that a measured TransNAR cell on text task `task` pre-trains (the column's `nar`,
+    on the task's algorithm): its `nar_s`, what scripts/bench_text_cells.py counted into the TransNAR cell's
+    seconds for it (scripts/bench_quick.py's prediction of the NAR cell at its recipe's budget), so that a
+    sweep's NAR cells, trained as cells of their own before the cells that read them, are priced too."""
+    entries = task_entries(task)
+    if len(entries) != 1 or entries[0].algorithm is None:
+        return
+    algorithm = entries[0].algorithm
+    cfg = build_config(nar.model, algorithm, nar.recipe, ablation=(study, nar.delta))
+    found.setdefault((nar.model, cfg.recipe, delta_slug(nar.delta), cfg.train.batch_size), {}).setdefault(
+        algorithm, Measured(seconds, cfg.train.train_examples, f"{machine}, predicted by scripts/bench_quick.py",
+                            algorithm))
 
 
 def measured_cell(cell: Cell, costs: Path | None = None) -> tuple[float, str, bool] | None:

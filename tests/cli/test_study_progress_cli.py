@@ -65,6 +65,33 @@ def test_a_cell_is_priced_from_its_own_tasks_measurement_else_the_mean_of_those_
     assert own.seconds == pytest.approx(5000) and own.other_task_cells == 0 and "other tasks" not in own.text()
 
 
+def test_a_studys_nar_cells_are_priced_from_the_nar_share_of_the_cell_that_reads_them(tmp_path):
+    """The TransNAR study trains its NAR cells as cells of their own before the cells that read them; they are
+    priced from the `nar_s` the measured TransNAR cell of their algorithm counted in for them (their recipe's
+    whole budget: not scaled by the TransNAR cell's examples), and the estimate says that figure is a prediction."""
+    from relreason.studies.cells import nar_cells
+    from relreason.studies.tables import TABLES
+
+    costs = tmp_path / "costs.json"
+    entry = {"hardware": "Test CPU", "date": "today", "cells": {
+        "transnar on text:bfs": {"batch": 32, "examples": 64000, "seconds": 3000.0, "nar_s": 120.0},
+        "transnar on text:insertion_sort": {"batch": 32, "examples": 64000, "seconds": 2000.0, "nar_s": 200.0},
+        "text transformer on text:bfs": {"batch": 32, "examples": 64000, "seconds": 900.0}}}
+    costs.write_text(json.dumps({"transnar-ood": entry}))
+    cells = plan_cells(TABLES.get("transnar-ood"), ["text:bfs", "text:insertion_sort"], (0, 1), None, tmp_path / "p")
+    nars = nar_cells(cells)
+    assert sorted((n.task, n.seed) for n in nars) == [("bfs", 0), ("bfs", 1), ("insertion_sort", 0),
+                                                      ("insertion_sort", 1)]
+    estimate = estimate_cells(nars, costs)
+    assert (estimate.unmeasured_cells, estimate.seconds) == (0, pytest.approx(2 * 120 + 2 * 200))
+    assert "predicted by scripts/bench_quick.py" in estimate.text()
+    assert estimate_cells(nars[:1], costs).seconds == pytest.approx(120.0 if nars[0].task == "bfs" else 200.0)
+    # a NAR measured on no algorithm of its own: the mean of the measured ones, counted as priced from other tasks
+    (other,) = nar_cells(plan_cells(TABLES.get("transnar-ood"), ["text:dfs"], (0,), None, tmp_path / "p"))
+    elsewhere = estimate_cells([other], costs)
+    assert elsewhere.seconds == pytest.approx(160.0) and elsewhere.other_task_cells == 1
+
+
 def test_ablate_list_prices_the_cells_at_the_seeds(tmp_path):
     row, = json.loads(ok(invoke("ablate", "no-edge-updates", "--list", "--tasks", "bellman_ford", "--seeds", "0,4",
                                 "--json")))["ablations"]
