@@ -442,3 +442,32 @@ def test_a_nar_cell_trained_otherwise_than_its_protocol_is_marked_so(tmp_path):
     assert ("| bfs | triplet-gmpnn nar | 1 | 95.00 | n=16 | 90.00 (not the protocol: trained with train.train_examples "
             "4800 where the protocol has 9600) |") in md, md[md.index("The NARs"):]
     assert "| transnar-ood | triplet-gmpnn nar | 0 (4 tasks); 1 not comparable |" in md
+
+
+def test_the_summary_states_a_text_studys_claim_averaged_over_its_algorithms(tmp_path):
+    """Once some algorithm has two seeds in both columns, the summary (and README's copy) closes with the
+    study's claim: TransNAR minus the text transformer averaged over those algorithms, CLRS per distribution
+    class with Welch's interval (hand: bfs +30 and insertion_sort +0 at n=14, mean +15; see the distribution table's
+    average test in tests/studies/test_transnar_ood.py for the interval)."""
+    study = TABLES.get("transnar-ood")
+    cells = plan_cells(study, ["text:bfs", "text:insertion_sort"], (0, 1), None, tmp_path / "rep", [])
+    clrs = {("transnar", "bfs"): (0.70, 0.71), ("text transformer", "bfs"): (0.40, 0.41),
+            ("transnar", "insertion_sort"): (0.50, 0.52), ("text transformer", "insertion_sort"): (0.50, 0.52)}
+    for c in cells:
+        algorithm = c.task.removeprefix("text:")
+        x = clrs[c.variant.label, algorithm][c.seed]
+        per_task = {f"{algorithm}@14": {"algorithm": algorithm, "size": 14,
+                                        "outputs": {"shape": 1.0, "parse": 1.0, "clrs": x}}}
+        c.run_dir.mkdir(parents=True)
+        (c.run_dir / "results.json").write_text(results_json(c.config.to_dict(), x, test_size=14, per_task=per_task))
+    collect_results(tmp_path / "rep", tmp_path / "results")
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- results-summary: written by `relreason results`; do not edit -->\n"
+                      "<!-- /results-summary -->\nrest\n")
+    write_report(tmp_path / "results", tmp_path / "RESULTS.md")
+    md = (tmp_path / "RESULTS.md").read_text()
+    summary = md[md.index("## Summary"):md.index("## transnar-ood")]
+    line = ("transnar-ood, transnar minus text transformer, average (2: bfs, insertion_sort), CLRS: OOD, extrapolation (n=14) "
+            "+15.0 [+12.5, +17.5] higher.")
+    assert line in summary, summary
+    assert line in readme.read_text() and readme.read_text().endswith("<!-- /results-summary -->\nrest\n")

@@ -75,9 +75,21 @@ def _protocols(model: str, task: str) -> set[str]:
     return {build_config(v.model, task, v.recipe).recipe for v in columns if v.model == model}
 
 
-def _distribution_blocks(result: dict, margin: float | None) -> list[Block]:
+def claim_lines(name: str, ood: tuple[list[dict], list[str]] | None) -> list[str]:
+    """The summary's line for a text table's claim: from its in/out-of-distribution table's average rows, the
+    first column minus each other one averaged over the algorithms, CLRS score per distribution class, with
+    Welch's interval and verdict. None (no line) before some algorithm has two seeds in every column."""
+    if ood is None:
+        return []
+    rows, columns = ood
+    clrs = [c for c in columns if c.endswith(": CLRS")]
+    return [f"{name}, {r['model']}, {r['algorithm']}, CLRS: " + "; ".join(f"{c.removesuffix(': CLRS')} {r[c]}"
+                                                                          for c in clrs)
+            for r in rows if r["algorithm"].startswith("average") and " minus " in r["model"]]
+
+
+def _distribution_blocks(ood: tuple[list[dict], list[str]] | None) -> list[Block]:
     """A text table's scores in and out of distribution with its columns' differences (none for graph cells)."""
-    ood = distribution_breakdown(result, margin)
     return [] if ood is None else [Block("In and out of distribution (shape, parse and CLRS scores in %, mean ± "
                                          "sample std over seeds; the first column minus the other with Welch's "
                                          "95% interval):"), Block(rows=ood[0], columns=ood[1])]
@@ -261,6 +273,7 @@ def report_sections(results: Path, margin: float | None = None, tables: list[str
     today = source_digest()
     sections: list[Section] = []
     summary: list[dict] = []
+    claims: list[str] = []  # the text tables' claims, averaged over their algorithms (claim_lines)
     seen: dict[tuple, str] = {}  # a cell's (model, setting, task, seed) -> the first table that showed it
     for name, study in TABLES.items():
         if tables is not None and name not in tables:
@@ -280,6 +293,8 @@ def report_sections(results: Path, margin: float | None = None, tables: list[str
         seen.update({k: name for k in keys if k not in seen})
         rows, columns = study_table(result, margin)
         verdict_margin = table_margin(result, margin)
+        ood = distribution_breakdown(result, margin)
+        claims += claim_lines(name, ood)
         ordered = sorted(result["cells"], key=lambda r: (r["task"], r["variant"], r["seed"]))
         cell_rows = _cell_rows(ordered, verified, today)
         blocks = [Block(f"Paper: {study.source}." +
@@ -287,7 +302,7 @@ def report_sections(results: Path, margin: float | None = None, tables: list[str
                         (" No verdicts: this unit declares no equivalence margin." if verdict_margin is None else
                          f" Verdict margin: ±{verdict_margin:g} " + ("(relative loss)." if result["lower_is_better"]
                                                                      else f"percentage point{'s' * (verdict_margin != 1)}."))),
-                  Block(rows=rows, columns=columns), *_distribution_blocks(result, margin),
+                  Block(rows=rows, columns=columns), *_distribution_blocks(ood),
                   Block(rows=cell_rows, columns=CELL_COLUMNS)]
         nars = nar_result(study, files)
         if nars is not None:
@@ -344,8 +359,12 @@ def report_sections(results: Path, margin: float | None = None, tables: list[str
         sections.append(Section("empty", "empty", None, [
             Block("No results yet: run `relreason reproduce TABLE`, then `relreason results`.")]))
     elif tables is None and summary:
+        claim = [Block("The claims the studies test, averaged over their algorithms (the first column minus the "
+                       "other, Welch's 95% interval and verdict; per algorithm in the study's section): " +
+                       " ".join(f"{line}." for line in claims))] if claims else []
         sections.insert(0, Section("summary", "summary", "Summary", [Block(SUMMARY_TEXT),
-                                                                       Block(rows=summary, columns=SUMMARY_COLUMNS)]))
+                                                                       Block(rows=summary, columns=SUMMARY_COLUMNS),
+                                                                       *claim]))
     return sections
 
 
@@ -455,8 +474,8 @@ def write_readme_summary(readme: Path, sections: list[Section]) -> bool:
     if start < 0 or end < start:
         return False
     summary = next((s for s in sections if s.kind == "summary"), None)
-    body = render(summary.blocks[1].rows, summary.blocks[1].columns, "md").rstrip("\n") if summary else \
-        "No results yet."
+    body = "\n\n".join([render(summary.blocks[1].rows, summary.blocks[1].columns, "md").rstrip("\n"),
+                        *(b.text for b in summary.blocks[2:])]) if summary else "No results yet."
     new = text[: start + len(README_MARKERS[0])] + "\n" + body + "\n" + text[end:]
     if new != text:
         with atomic_path(Path(readme)) as tmp:
