@@ -168,14 +168,14 @@ def report(cfgs, rate: dict, args, label: str) -> dict:
 
 def table_columns(names: str, sizes: str | None):
     """(key, model, recipe, ablation, group sizes) of every distinct column of the tables `names`."""
-    from relreason.studies.sweep import column_key, column_seeds, group_sizes
+    from relreason.studies.sweep import column_key, group_sizes
     from relreason.studies.tables import TABLES
 
     seen = {}
     for name in names.split(","):
         study = TABLES.get(name)
         for v in study.variants:
-            ks = [int(k) for k in sizes.split(",")] if sizes else group_sizes(column_seeds(study, v) or 0, 4)
+            ks = [int(k) for k in sizes.split(",")] if sizes else group_sizes(study.column_seeds(v.label) or 0, 4)
             key = column_key(v)
             prev = seen.get(key)
             seen[key] = (key, v.model, v.recipe, (study.name, v.delta), sorted(set(ks) | set(prev[4] if prev else ())))

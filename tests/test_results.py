@@ -421,7 +421,7 @@ def test_the_nars_a_study_reads_are_shown_under_it_with_their_scores_compute_and
             "|") in section
     assert "| triplet-gmpnn nar | bfs | 0 | 99.00 |" in section and "same first 3 validations with 111111111" in section
     summary = md[md.index("## Summary"):md.index("## transnar-ood")]
-    assert "| transnar-ood | triplet-gmpnn nar | 2 (4 tasks) | - | - | - | 1 of 2 | Test CPU (2 cores), cpu | 10.0 min |" \
+    assert "| transnar-ood | triplet-gmpnn nar | 2 of 12 | - | - | - | 1 of 2 | Test CPU (2 cores), cpu | 10.0 min |" \
         in summary, summary
 
 
@@ -441,7 +441,7 @@ def test_a_nar_cell_trained_otherwise_than_its_protocol_is_marked_so(tmp_path):
     md = (tmp_path / "RESULTS.md").read_text()
     assert ("| bfs | triplet-gmpnn nar | 1 | 95.00 | n=16 | 90.00 (not the protocol: trained with train.train_examples "
             "4800 where the protocol has 9600) |") in md, md[md.index("The NARs"):]
-    assert "| transnar-ood | triplet-gmpnn nar | 0 (4 tasks); 1 not comparable |" in md
+    assert "| transnar-ood | triplet-gmpnn nar | 0 of 12; 1 not comparable |" in md
 
 
 def test_the_summary_states_a_text_studys_claim_averaged_over_its_algorithms(tmp_path):

@@ -410,11 +410,11 @@ def _nar_blocks(nars: dict, verified: dict, today: str) -> list[Block]:
 SUMMARY_COLUMNS = ["table", "column", "cells done", "ours (average)", "paper (same tasks)", "verdict", "verified",
                    "device", "compute"]
 SUMMARY_TEXT = ("Each published table with finished cells, one row per column: its comparable cells done against "
-                "the table at the paper's seed count, our average over the tasks that compare (two or more seeds "
-                "of ours and a published figure) beside the paper's over the same tasks, with the verdict; how many "
-                "of its cells `reproduce --verify` re-trained to the same first validations (and how many it found "
-                "to differ); the devices its cells ran on and their wall time summed. The sections below give every "
-                "cell.")
+                "the table at the paper's seed count (a study's own where the paper gives none), our average over "
+                "the tasks that compare (two or more seeds of ours and a published figure) beside the paper's over "
+                "the same tasks, with the verdict; how many of its cells `reproduce --verify` re-trained to the same "
+                "first validations (and how many it found to differ); the devices its cells ran on and their wall "
+                "time summed. The sections below give every cell.")
 UNRECORDED_COLUMNS = ["model", "setting", "task", "seed", "score", "wall time", "hardware"]
 
 
@@ -427,14 +427,14 @@ def _device(hardware: str) -> str:
 
 def summary_rows(study: Study, result: dict, rows: list[dict], verified: dict) -> list[dict]:
     """The summary's rows for one table: per column with cells, how many of its comparable cells are done
-    (of tasks x the paper's seeds, where it printed them), its average row's figures (study_table's), how many
+    (of tasks x the paper's seeds, where it printed them, else the study's own), its average row's figures (study_table's), how many
     of its cells `reproduce --verify` found the same and how many it found to differ (`verified`: the verify
     records by (model, setting, task, seed)), the devices and the summed wall time."""
     out = []
     for v in result["variants"]:
         cells = [c for c in result["cells"] if c["variant"] == v]
         comparable = sum(bool(c.get("comparable", True)) for c in cells)
-        seeds = max((f.seeds or 0 for (fv, _), f in study.figures.items() if fv == v), default=0)
+        seeds = study.column_seeds(v) or 0  # the paper's count, else the study's own (a NAR column: its study's)
         tasks = len(expand_tasks(study.tasks))
         done = f"{comparable} of {tasks * seeds}" if seeds else f"{comparable} ({tasks} tasks)"
         if comparable < len(cells):

@@ -433,12 +433,6 @@ def table_costs(costs: Path | None = None, table: str | None = None, tasks: str 
     return rows, sorted(machines)
 
 
-def column_seeds(study: Study, v) -> int | None:
-    """The seed count the paper ran column `v` with (the largest of its figures'), else the study's own, or None."""
-    return max((p.seeds for (label, _), p in study.figures.items() if label == v.label and p.seeds),
-               default=study.averages[v.label].seeds if v.label in study.averages else study.seeds)
-
-
 def group_sizes(seeds: int, batch: int) -> list[int]:
     """The sizes of the seed groups `--seed-batch batch` forms of `seeds` seeds: 10, 4 -> [4, 4, 2]."""
     return [min(batch, seeds - i) for i in range(0, seeds, batch)]
@@ -472,7 +466,7 @@ def _table_total(study: Study, tasks: list[str], cells: dict, ratios: dict | Non
     why_grouped = ""
     by_column = _column_costs(study, cells)
     for v in study.variants:
-        n = seeds or column_seeds(study, v)
+        n = seeds or study.column_seeds(v.label)
         mine = by_column.get(v.label) or {}
         if not n:
             why = "the paper's seed count is not known"

@@ -54,6 +54,12 @@ class Study:
         """The config keys some variant sets (`--set` may not override them)."""
         return set().union(*(keys_of(v.delta) for v in self.variants))
 
+    def column_seeds(self, label: str) -> int | None:
+        """The seed count the paper ran column `label` with (the largest of its figures'), else its published
+        average's, else the study's own (a study whose paper gives none), or None."""
+        return max((p.seeds for (v, _), p in self.figures.items() if v == label and p.seeds),
+                   default=self.averages[label].seeds if label in self.averages else self.seeds)
+
     def paper_line(self) -> str:
         """The published averages in one line ("" when the paper printed none)."""
         if not self.averages:
