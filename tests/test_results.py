@@ -420,6 +420,7 @@ def test_the_nars_a_study_reads_are_shown_under_it_with_their_scores_compute_and
             "`relreason train triplet_gmpnn bfs --recipe transnar_ood_nar --set train.seed=1 --set train.threads=1` "
             "|") in section
     assert "| triplet-gmpnn nar | bfs | 0 | 99.00 |" in section and "same first 3 validations with 111111111" in section
+    assert "| text:bfs | text transformer | 40.00 | 1 of 3 |" in section  # the study's own 3 seeds planned
     summary = md[md.index("## Summary"):md.index("## transnar-ood")]
     assert "| transnar-ood | triplet-gmpnn nar | 2 of 12 | - | - | - | 1 of 2 | Test CPU (2 cores), cpu | 10.0 min |" \
         in summary, summary

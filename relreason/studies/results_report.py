@@ -125,8 +125,9 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
     used_tasks = [t for t in tasks if any(r["task"] == t for r in records)]
     used = [v.label for v in study.variants if any(r["variant"] == v.label for r in records)]
     return {"study": study.name, "variants": used, "tasks": used_tasks, "cells": records, "missing": [],
-            "seeds": max(len([r for r in records if r["variant"] == v and r["task"] == t])
-                         for v in used for t in used_tasks),
+            # the seeds planned: the most any cell has, or the study's own count (a study whose paper gives none)
+            "seeds": max(study.seeds or 0, *(len([r for r in records if r["variant"] == v and r["task"] == t])
+                                             for v in used for t in used_tasks)),
             "figures": [{"variant": v, "task": t, **to_plain(p)}
                         for (v, t), p in study.figures.items() if v in used and t in used_tasks],
             "averages": [{"variant": v, **to_plain(p)} for v, p in study.averages.items()
