@@ -78,7 +78,7 @@ def _protocols(model: str, task: str) -> set[str]:
 def claim_lines(name: str, ood: tuple[list[dict], list[str]] | None) -> list[str]:
     """The summary's line for a text table's claim: from its in/out-of-distribution table's average rows, the
     first column minus each other one averaged over the algorithms, CLRS score per distribution class, with
-    Welch's interval and verdict. None (no line) before some algorithm has two seeds in every column."""
+    Welch's interval and verdict; no line before some algorithm has two seeds in every column."""
     if ood is None:
         return []
     rows, columns = ood
@@ -383,8 +383,8 @@ NAR_COLUMNS = ["algorithm", "model", "seeds", "best validation", "validated at",
 
 
 def _nar_blocks(nars: dict, verified: dict, today: str) -> list[Block]:
-    """The blocks of a study's NAR cells (nar_result): per algorithm the NARs' own test score over seeds, then
-    each cell as the table's cells are shown."""
+    """The blocks of a study's NAR cells (nar_result): per algorithm the NARs' best validation and test over
+    seeds, then each cell as the table's cells are shown."""
     ordered = sorted(nars["cells"], key=lambda r: (r["task"], r["variant"], r["seed"]))
     rows = []
     for task in sorted(nars["tasks"]):
@@ -428,9 +428,9 @@ def _device(hardware: str) -> str:
 
 def summary_rows(study: Study, result: dict, rows: list[dict], verified: dict) -> list[dict]:
     """The summary's rows for one table: per column with cells, how many of its comparable cells are done
-    (of tasks x the paper's seeds, where it printed them, else the study's own), its average row's figures (study_table's), how many
-    of its cells `reproduce --verify` found the same and how many it found to differ (`verified`: the verify
-    records by (model, setting, task, seed)), the devices and the summed wall time."""
+    (of tasks x the paper's seeds, where it printed them, else the study's own), its average row's figures
+    (study_table's), how many of its cells `reproduce --verify` found the same and how many it found to differ
+    (`verified`: the verify records by (model, setting, task, seed)), the devices and the summed wall time."""
     out = []
     for v in result["variants"]:
         cells = [c for c in result["cells"] if c["variant"] == v]
