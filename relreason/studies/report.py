@@ -250,10 +250,14 @@ def distribution_breakdown(result: dict, margin: float | None = None) -> tuple[l
 
 def _minus(mine: list[Summary], theirs: list[Summary], margin: float | None, other: str) -> str:
     """The first column minus `other` over the same algorithms (one Summary per algorithm on each side, the
-    mean over them when several), with Welch's 95% interval and the verdict: "+30.0 [+27.0, +33.0] higher"."""
+    mean over them when several), with Welch's 95% interval and the verdict: "+30.0 [+27.0, +33.0] higher".
+    Both columns are samples of ours: the difference alone while either side has one seed of some algorithm
+    (a paper's figure without spread may stand for the truth; one seed of a column of ours may not)."""
     if not all(m.n for m in mine) or not all(t.n for t in theirs):
         return "-"
     d = difference(mine, [Figure(t.mean, t.std, t.n, Spread.STD) for t in theirs], margin, other)
+    if any(t.n < 2 for t in theirs):
+        return f"{d.diff:+.1f}"
     return f"{d.diff:+.1f}" + ("" if d.interval is None else
                                f" [{d.interval[0]:+.1f}, {d.interval[1]:+.1f}] {_versus(d, margin)}".rstrip())
 

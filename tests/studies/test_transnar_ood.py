@@ -246,6 +246,15 @@ def test_the_distribution_tables_average_against_hand_values():
     assert not any(r["algorithm"].startswith("average") for r in distribution_breakdown(single)[0])
 
 
+def test_a_column_with_one_seed_gives_the_difference_but_no_interval():
+    """Both columns are samples of ours: with two seeds on one side and one on the other, the difference is
+    shown without an interval or verdict (treating the lone seed as exact would narrow the interval falsely)."""
+    result = {"variants": [WITH, WITHOUT], "seeds": 2, "cells": [
+        _cell(WITH, 0, {14: 0.70}), _cell(WITH, 1, {14: 0.71}), _cell(WITHOUT, 0, {14: 0.40})]}
+    rows, _ = distribution_breakdown(result)
+    assert rows[-1]["model"] == f"{WITH} minus {WITHOUT}" and rows[-1]["OOD, extrapolation (n=14): CLRS"] == "+30.5"
+
+
 def test_graph_cells_have_no_distribution_table():
     """Graph cells score per task and size too (per_task), but have no text preset: no in/out-of-distribution
     table, and no error."""
