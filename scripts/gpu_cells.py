@@ -16,6 +16,11 @@ Files under --out (MAX_FILES at most, each MAX_BYTES at most):
   waited for data, the measurement of --measure, the files); gpu_cells.md: the same for a reader;
 - gpu_cells.log: the run's log.
 
+The training runs in a child process that this one watches (`watch`): a child still running --grace seconds after
+its --minutes is stopped with SIGABRT, which makes faulthandler write every thread's stack to gpu_cells.log, and
+what it left (finished cells, checkpoints of unfinished ones) is staged and parked as above, the report saying
+why. `--in-process` trains without the watcher (the tests).
+
 --measure first measures packing (issue 38 item 5): aggregate examples/s and TFLOP/s of K packed cells against
 one captured cell, K = 1, 8, 16, 32 at the Triplet-GMPNN protocol and K = 1, 3, 8 at the RT protocol, with
 train.tf32 off and on; then the remaining minutes go to the plan.
@@ -25,9 +30,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import faulthandler
 import json
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -41,6 +49,14 @@ MAX_FILES = 8  # what one GPU command may hand back
 MAX_BYTES = 16 * 1024 * 1024
 CAPTURED = {"train.static_step": True, "train.cuda_graph": True}  # incidental keys: the same cells, captured
 REPORT, SUMMARY, LOG, RESULTS_TAR = "gpu_cells.json", "gpu_cells.md", "gpu_cells.log", "results.tar"
+CELLS_FILE = "gpu_cells_cells.json"  # under the work directory: the cells the training process took on
+GRACE_SECONDS = 60.0  # how long past --minutes the training process may run (start-up, the last step, parking)
+ABORT_WAIT = 20.0  # seconds a stopped training process has to write its stacks and exit before it is killed
+RESEND_SECONDS = 5.0  # the deadline's SIGTERM, repeated until the training has stopped
+DUMP_SECONDS = 120.0  # every how many seconds the training process writes its threads' stacks to the log
+STALL_SECONDS = 240.0  # a training process that changed nothing under its work directory for this long is stuck
+POLL_SECONDS = 5.0  # how often the watcher looks
+HEARTBEAT = "heartbeat"  # under the work directory: touched by every line the training process logs
 
 
 class Log:
@@ -48,12 +64,18 @@ class Log:
 
     def __init__(self, path: Path):
         self.file = open(path, "a")
+        self.beat: Path | None = None  # a file touched by every line (the watcher's sign of life)
 
     def __call__(self, message: str) -> None:
         line = f"[{time.strftime('%H:%M:%S')}] {message}"
         print(line, file=sys.stderr, flush=True)
         self.file.write(line + "\n")
         self.file.flush()
+        if self.beat is not None:
+            try:
+                self.beat.touch()
+            except OSError:  # the work directory is gone (the run is over)
+                self.beat = None
 
 
 def parked_name(rel: Path) -> str:
@@ -138,6 +160,17 @@ def captured(cells: list, log) -> list:
     return out
 
 
+def capture_for(cells: list, device_type: str, sets: list[str], log) -> list:
+    """`cells` captured (`captured`) on CUDA, unless --set names a CAPTURED key: the user's choice then stands."""
+    mine = [k for k in (x.split("=", 1)[0].strip() for x in sets) if k in CAPTURED]
+    if device_type != "cuda":
+        return cells
+    if mine:
+        log(f"the cells are not captured by this script: --set {', '.join(mine)} given")
+        return cells
+    return captured(cells, log)
+
+
 def restore_parked(cells: list, results: Path, work: Path, log) -> None:
     """Unpacks each cell's parked archive (results/parked) into `work` where the cell has no run yet."""
     for c in cells:
@@ -150,16 +183,27 @@ def restore_parked(cells: list, results: Path, work: Path, log) -> None:
 
 
 class Deadline:
-    """SIGTERM to this process when the minutes are up: a pack then stops after its step and every cell saves
-    last/ (relreason.train.stop_requests); outside training the handler notes it and nothing new starts."""
+    """SIGTERM to this process when the minutes are up, and again every RESEND_SECONDS until cancelled: a pack
+    then stops after its step and every cell saves last/ (relreason.train.stop_requests); outside training the
+    handler notes it and nothing new starts. The repeats reach a pack whose stop handler was installed after the
+    first signal (one signal alone, arriving while a pack was being set up, was noted and the pack then trained on
+    to its end)."""
 
     def __init__(self, seconds: float):
         self.passed = False
         self.at = time.monotonic() + seconds
         self.before = signal.signal(signal.SIGTERM, self._note)
-        self.timer = threading.Timer(max(0.0, seconds), lambda: os.kill(os.getpid(), signal.SIGTERM))
-        self.timer.daemon = True
+        self._cancelled = threading.Event()
+        self.timer = threading.Thread(target=self._signal, args=(max(0.0, seconds),), name="deadline", daemon=True)
         self.timer.start()
+
+    def _signal(self, seconds: float) -> None:
+        if self._cancelled.wait(seconds):
+            return
+        while True:
+            os.kill(os.getpid(), signal.SIGTERM)
+            if self._cancelled.wait(RESEND_SECONDS):
+                return
 
     def _note(self, signum, frame) -> None:
         self.passed = True
@@ -168,7 +212,8 @@ class Deadline:
         return 0.0 if self.passed else max(0.0, self.at - time.monotonic())
 
     def cancel(self) -> None:
-        self.timer.cancel()
+        self._cancelled.set()
+        self.timer.join()
         signal.signal(signal.SIGTERM, self.before)
 
 
@@ -218,27 +263,46 @@ def train_packs(cells: list, pack_size: int, deadline: Deadline, log, eval_threa
     return status, packs
 
 
-def park(cells: list, work: Path, stage: Path, results: Path, log) -> tuple[list[str], list[str]]:
-    """Writes stage/parked/<name>.tar for each unfinished cell with a checkpoint (its run without the lock, as
-    scripts/park_cells.sh); returns (parked names, names of finished cells whose archive under `results`/parked
-    is now obsolete)."""
+def park(cells: list[Path], work: Path, stage: Path, results: Path, log) -> tuple[list[str], list[str]]:
+    """Writes stage/parked/<name>.tar for each unfinished cell (its directory relative to work/cells) with a
+    checkpoint (its run without the lock, as scripts/park_cells.sh); returns (parked names, names of finished
+    cells whose archive under `results`/parked is now obsolete)."""
     from relreason.rundir import RunDir
+    from relreason.studies.cells import CELL_RUN
 
     parked, obsolete = [], []
-    for c in cells:
-        rel = c.directory.relative_to(work / "cells")
-        files = RunDir(c.run_dir)
+    for rel in cells:
+        run = work / "cells" / rel / CELL_RUN
+        files = RunDir(run)
         if files.results.is_file():
             if (results / "parked" / parked_name(rel)).is_file():
                 obsolete.append(parked_name(rel))
         elif files.last.trainer_state.is_file():
             (stage / "parked").mkdir(parents=True, exist_ok=True)
             with tarfile.open(stage / "parked" / parked_name(rel), "w") as tar:
-                tar.add(c.run_dir, arcname=str(c.run_dir.relative_to(work)),
+                tar.add(run, arcname=str(run.relative_to(work)),
                         filter=lambda info: None if Path(info.name).name == ".lock" else info)
             parked.append(parked_name(rel))
             log(f"parked {rel}")
     return parked, obsolete
+
+
+def stage_cells(cells: list[Path], again: list[Path], work: Path, stage: Path, results: Path, report: dict,
+                log) -> None:
+    """Stages what the repository commits of the tried `cells` (directories relative to work/cells): the
+    finished cells' results (relreason.studies.results.collect_results), the unfinished ones' progress and
+    parked archives; fills report's parked, obsolete_parked and finished. `again`: NAR cells a CPU lane already
+    committed, trained again here for their TransNAR cells, whose committed records stay."""
+    from relreason.studies.results import collect_results
+
+    if cells:
+        collect_results(work, stage)
+        for rel in again:
+            for kind in ("cells", "curves", "progress", "selection"):
+                (stage / kind / f"{rel}.json").unlink(missing_ok=True)
+    report["parked"], report["obsolete_parked"] = park(cells, work, stage, results, log)
+    report["finished"] = sorted(str(p.relative_to(stage / "cells")) for p in (stage / "cells").rglob("*.json")) \
+        if (stage / "cells").is_dir() else []
 
 
 def write_bundle(stage: Path, out: Path, budget: int) -> list[str]:
@@ -394,8 +458,11 @@ def measure(device, quick: bool, steps: int, sets: list[str], log) -> list[dict]
 def summary(report: dict) -> str:
     lines = [f"# scripts/gpu_cells.sh on {report['device_name']} ({report['device']}, torch {report['torch']})", "",
              f"`{report['command']}`: {report['seconds']:.0f} s, {len(report['finished'])} cells finished, "
-             f"{len(report['parked'])} parked; the device waited for data "
-             f"{100 * (report['data_wait'] or 0):.1f}% of the step time.", ""]
+             f"{len(report['parked'])} parked; " + (
+                 "the wait for data was not measured." if report["data_wait"] is None else
+                 f"the device waited for data {100 * report['data_wait']:.1f}% of the step time."), ""]
+    if report.get("error"):
+        lines += [f"**Error:** {report['error']}", ""]
     if report.get("measure"):
         lines += ["Packed cells (relreason.train.pack; training steps, then one validation of every cell: one "
                   "after another and side by side, validation examples/s):", "",
@@ -421,6 +488,121 @@ def _num(x, digits: int, kind: str = "f") -> str:
     return "-" if x is None else f"{x:.{digits}{kind}}"
 
 
+def write_json(path: Path, data) -> None:
+    from relreason.data.store import atomic_path
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(data, indent=1, default=str))
+
+
+def child_command(argv: list[str]) -> list[str]:
+    """The training process's command line: this script, in this interpreter, with `argv`."""
+    return [sys.executable, str(Path(__file__).resolve()), *argv]
+
+
+def last_change(work: Path) -> float:
+    """The latest modification time of anything under `work` (0 when it does not exist yet)."""
+    latest = 0.0
+    for root, dirs, files in os.walk(work):
+        for name in [*dirs, *files]:
+            try:
+                latest = max(latest, os.stat(os.path.join(root, name), follow_symlinks=False).st_mtime)
+            except OSError:  # removed while we looked
+                pass
+    return latest
+
+
+def watch(args, argv: list[str], out: Path) -> int:
+    """Trains in a child process (`--in-process`) and waits --minutes + --grace for it; this process never
+    touches the device. A child still running then, or one that changed nothing under its work directory (its
+    cells' validations and checkpoints, its data, its log lines' heartbeat) for --stall seconds, is stuck where
+    its own deadline cannot reach it: the first GPU run (2026-11-28, an H200) printed nothing after its first
+    pack started, its deadline's signal never handled, as when a device call holds the interpreter's lock. It
+    gets SIGABRT, on which faulthandler writes every
+    thread's stack to the log; then this process parks what the child left (the checkpoints of its unfinished
+    cells, the results of those it finished) and writes the report, so that the minutes leave a diagnosis and
+    whatever was trained. Returns the child's exit status, or 1 when it had to be stopped or wrote no report."""
+    log = Log(out / LOG)
+    tmp = None if args.work else tempfile.mkdtemp(prefix="gpu_cells.")
+    work = Path(args.work) if args.work else Path(tmp) / "work"
+    limit = args.minutes * 60 + args.grace
+    t0 = time.time()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen(child_command([*argv, "--in-process", "--work", str(work)]), env=env)
+    forward = {s: signal.signal(s, lambda signum, frame: proc.send_signal(signum))
+               for s in (signal.SIGTERM, signal.SIGINT)}  # a stop asked of this command is the child's to do
+    try:
+        code, why = None, None
+        while code is None and why is None:
+            try:
+                code = proc.wait(timeout=POLL_SECONDS)
+                why = f"the training process exited with status {code} without writing its report"
+            except subprocess.TimeoutExpired:
+                now = time.time()
+                quiet = now - max(t0, last_change(work))
+                if now - t0 > limit:
+                    why = (f"the training process was stopped {now - t0:.0f} s after it started: it outran "
+                           f"--minutes {args.minutes:g} + --grace {args.grace:g}")
+                elif args.stall and quiet > args.stall:
+                    why = (f"the training process was stopped {now - t0:.0f} s after it started: it had changed "
+                           f"nothing under its work directory and logged nothing for {quiet:.0f} s (--stall "
+                           f"{args.stall:g})")
+        if code is None:
+            why += f" (its threads' stacks are in {LOG})"
+            log(f"{why}: stopping it with SIGABRT; its threads' stacks follow (faulthandler)")
+            proc.send_signal(signal.SIGABRT)
+            try:
+                proc.wait(timeout=ABORT_WAIT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if code is not None and ((out / REPORT).is_file() or not (work / CELLS_FILE).is_file()):
+            # its report, or it stopped before it took on any cell (its error says why)
+            return code if (out / REPORT).is_file() else code or 1
+        log(f"Error: {why}; parking what it left")
+        salvage(args, work, out, why, time.time() - t0, log)
+        return 1
+    finally:
+        for s, before in forward.items():
+            signal.signal(s, before)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def salvage(args, work: Path, out: Path, why: str, seconds: float, log) -> None:
+    """The report and results of a training process that ended without its own: every cell it took on
+    (work/CELLS_FILE) staged as the process would have (finished ones collected, unfinished ones with a
+    checkpoint parked), each marked with `why`."""
+    import torch  # no device call: only its version, for the report
+
+    listed = json.loads((work / CELLS_FILE).read_text()) if (work / CELLS_FILE).is_file() else {}
+    cells = [Path(c) for c in listed.get("cells", [])]
+    tried = [c for c in cells if (work / "cells" / c).is_dir()]
+    report: dict = {"device": args.device, "torch": torch.__version__, "command": " ".join(sys.argv),
+                    "device_name": "not reported (the training process ended first)", "minutes": args.minutes,
+                    "pack_size": args.pack_size, "error": why, "failures": [],
+                    "cells": {str(c): f"stopped: {why}" for c in tried}, "data_wait": None}
+    with tempfile.TemporaryDirectory() as tmp:
+        stage = Path(tmp)
+        try:
+            stage_cells(tried, [Path(c) for c in listed.get("again", [])], work, stage, Path(args.results), report,
+                        log)
+            for stale in out.glob(RESULTS_TAR + "*"):  # what the stopped process may have begun to write
+                stale.unlink()
+            report["files"] = write_bundle(stage, out, MAX_FILES - 3)
+        except Exception as exc:  # the report is still written: what could not be saved, and why
+            traceback.print_exc()
+            report.setdefault("parked", []), report.setdefault("obsolete_parked", []), report.setdefault("finished", [])
+            report["files"], report["error"] = [], f"{why}; then saving its cells failed: {type(exc).__name__}: {exc}"
+    report["seconds"] = seconds
+    report["files"] += [REPORT, SUMMARY, LOG]
+    write_json(out / REPORT, report)
+    (out / SUMMARY).write_text(summary(report))
+    log(f"salvaged: {len(report['finished'])} finished, {len(report['parked'])} parked; files under {out}: "
+        f"{', '.join(report['files'])}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
@@ -438,16 +620,33 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=50, help="steps timed per K by --measure")
     p.add_argument("--quick", action="store_true", help="tiny measurement (the CPU smoke test)")
     p.add_argument("--set", action="append", default=[], help="config override for every cell (--set k=v)")
+    p.add_argument("--grace", type=float, default=GRACE_SECONDS,
+                   help="seconds the training process may run past --minutes before it is stopped (its threads' "
+                        f"stacks written to the log) and what it left is parked (default {GRACE_SECONDS:g})")
+    p.add_argument("--dump-every", type=float, default=DUMP_SECONDS,
+                   help=f"seconds between the training process's dumps of its threads' stacks to the log, written "
+                        f"by a thread that needs no interpreter lock: where a run spent its time, even stuck "
+                        f"(default {DUMP_SECONDS:g}; 0: none)")
+    p.add_argument("--stall", type=float, default=STALL_SECONDS,
+                   help="seconds without a change under the training process's work directory (validations, "
+                        "checkpoints, data, log lines) after which it is stopped as stuck, its stacks logged and its "
+                        f"cells parked: the rest of the device time stays unspent (default {STALL_SECONDS:g}; 0: none)")
+    p.add_argument("--in-process", action="store_true",
+                   help="train in this process, without the watching process (the tests; the watcher's own child)")
     args = p.parse_args(argv)
-    if args.minutes <= 0 or args.pack_size < 1 or (args.eval_threads is not None and args.eval_threads < 1):
-        print(f"Error: --minutes must be positive, --pack-size and --eval-threads at least 1 (got {args.minutes}, "
+    if args.minutes <= 0 or args.pack_size < 1 or (args.eval_threads is not None and args.eval_threads < 1) \
+            or args.grace <= 0 or args.dump_every < 0 or args.stall < 0:
+        print(f"Error: --minutes and --grace must be positive, --dump-every and --stall not negative, --pack-size "
+              f"and --eval-threads at least 1 (got {args.minutes}, {args.grace}, {args.dump_every}, {args.stall}, "
               f"{args.pack_size}, {args.eval_threads})", file=sys.stderr)
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if any(out.iterdir()):
+    if any(p.name != LOG for p in out.iterdir()) or (not args.in_process and (out / LOG).exists()):
         print(f"Error: {out} is not empty\nHint: give an empty or new directory", file=sys.stderr)
         return 2
+    if not args.in_process:
+        return watch(args, list(sys.argv[1:] if argv is None else argv), out)
     import torch  # after the cheap checks: a mistyped command fails at once
 
     device = torch.device(args.device)
@@ -456,6 +655,9 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     log = Log(out / LOG)
+    faulthandler.enable(log.file, all_threads=True)  # a fatal signal (the watcher's SIGABRT) writes every stack
+    if args.dump_every:
+        faulthandler.dump_traceback_later(args.dump_every, repeat=True, file=log.file)
     t0 = time.time()
     deadline = Deadline(args.minutes * 60)
     sets = [f"train.device={device.type}"] + list(args.set)
@@ -465,6 +667,8 @@ def main(argv: list[str] | None = None) -> int:
     results, failed = Path(args.results), False
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.work) if args.work else Path(tmp) / "work"
+        work.mkdir(parents=True, exist_ok=True)
+        log.beat = work / HEARTBEAT  # each line a sign of life for the watcher (--stall)
         stage = Path(tmp) / "stage"
         stage.mkdir()
         data_dir = args.data_dir or str(work / "data")  # incidental: the same cells (study_sets)
@@ -476,30 +680,24 @@ def main(argv: list[str] | None = None) -> int:
                 report["measure"] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
                 failed = True
         cells = next_cells(Path(args.plan), results, work, sets, log, data_dir)
-        if device.type == "cuda":
-            cells = captured(cells, log)
+        cells = capture_for(cells, device.type, args.set, log)
         log(f"{len(cells)} unfinished cells in {args.plan}; {deadline.left() / 60:.1f} minutes left")
         restore_parked(cells, results, work, log)
         from relreason.studies.cells import committed_result
 
         again = [c.directory.relative_to(work / "cells") for c in cells
                  if committed_result(c, work, results) is not None]  # only NAR cells can be both committed and here
+        write_json(work / CELLS_FILE, {"cells": [str(c.directory.relative_to(work / "cells")) for c in cells],
+                                       "again": [str(r) for r in again]})  # what the watcher salvages after a hang
         report["failures"] = []
         status, packs = train_packs(cells, args.pack_size, deadline, log, args.eval_threads, report["failures"])
         failed = failed or bool(report["failures"])
         deadline.cancel()
+        faulthandler.cancel_dump_traceback_later()
         tried = [c for c in cells if c.directory in status]
-        from relreason.studies.results import collect_results
-
-        if tried:
-            collect_results(work, stage)
-            for rel in again:  # a NAR a CPU lane committed, trained again for its TransNAR cells: its record stays
-                for kind in ("cells", "curves", "progress", "selection"):
-                    (stage / kind / f"{rel}.json").unlink(missing_ok=True)
-        report["parked"], report["obsolete_parked"] = park(tried, work, stage, results, log)
+        tried_rel = [c.directory.relative_to(work / "cells") for c in tried]
+        stage_cells(tried_rel, again, work, stage, results, report, log)
         report["cells"] = {str(c.directory.relative_to(work / "cells")): status[c.directory] for c in tried}
-        report["finished"] = sorted(str(p.relative_to(stage / "cells")) for p in (stage / "cells").rglob("*.json")) \
-            if (stage / "cells").is_dir() else []
         data = sum(x.data_seconds for x in packs)
         step = sum(x.step_seconds for x in packs)
         report["data_wait"] = data / (data + step) if data + step else None

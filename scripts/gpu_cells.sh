@@ -4,7 +4,9 @@
 # (results.tar to extract into results/, gpu_cells.json / .md / .log). --measure first measures packing (K packed
 # cells against one captured cell, TF32 off and on). Needs a stock PyTorch + CUDA image and this checkout, no
 # network; runs the package from the checkout (PYTHONPATH).
-#   scripts/gpu_cells.sh /tmp/gc --minutes 8 --measure    # on a CUDA machine: a 10-minute command
+# The training runs in a watched child process: one stuck past --minutes + --grace (60 s) is stopped, its threads'
+# stacks written to gpu_cells.log, and what it trained is parked all the same.
+#   scripts/gpu_cells.sh /tmp/gc --minutes 7.5            # on a CUDA machine: 9 minutes at most, inside a 10-minute run
 #   tar xf /tmp/gc/results.tar -C results                 # then commit results/ (and delete the finished parked tars)
 #   scripts/gpu_cells.sh /tmp/gc --device cpu --quick     # the CPU smoke test (tests/test_gpu_cells.py)
 set -euo pipefail

@@ -13,6 +13,8 @@ import sys
 import tarfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["model.hidden=8", "train.batch_size=4", "train.train_examples=32", "train.eval_every_examples=16",
         "data.train_num=8", "data.train_size=5", "data.val_size=5", "data.test_size=5"]
@@ -27,10 +29,12 @@ def script():
     return module
 
 
-def args(out: Path, results: Path, *more) -> list[str]:
+def args(out: Path, results: Path, *more, watched: bool = False) -> list[str]:
+    """The script's arguments for the tiny plan under `results`: trained in this process (so that a test can
+    patch it), or `watched` by the script's own watching process, as on a GPU machine."""
     sets = [x for s in TINY + [f"data.data_dir={results.parent / 'data'}"] for x in ("--set", s)]
     return ["--out", str(out), "--device", "cpu", "--quick", "--minutes", "5", "--plan", str(results / "plan.txt"),
-            "--results", str(results), *sets, *more]
+            "--results", str(results), *sets, *more, *([] if watched else ["--in-process"])]
 
 
 def within_limits(out: Path) -> dict:
@@ -85,6 +89,83 @@ def test_a_stopped_pack_parks_its_cells_and_the_next_run_finishes_them(tmp_path,
         assert [v["examples"] for v in curve["validations"]] == [0, 16, 32]
 
 
+def test_the_watched_run_trains_in_a_child_process_and_passes_its_report_on(tmp_path):
+    """As on a GPU machine: the script trains in a child process that it watches; the child's report is the run's."""
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "plan.txt").write_text(PLAN)
+    assert script().main(args(tmp_path / "out", results, watched=True)) == 0
+    report = within_limits(tmp_path / "out")
+    assert report["cells"] == {c: "trained" for c in CELLS} and report["finished"] == [f"{c}.json" for c in CELLS]
+    assert "--in-process" in report["command"] and "error" not in report
+
+
+# A training process stuck in a call that holds the interpreter's lock (as a device call can): its deadline's timer
+# thread and signal handlers never run. ctypes.PyDLL keeps the lock through the C call.
+HANG = ("import ctypes, faulthandler, sys; log = open(sys.argv[1], 'a'); faulthandler.enable(log, all_threads=True); "
+        "ctypes.PyDLL(None).sleep(600)")
+
+
+@pytest.mark.parametrize("limit, why", [(["--minutes", "0.02", "--grace", "1", "--stall", "0"], "outran --minutes"),
+                                        (["--stall", "1"], "changed nothing under its work directory")])
+def test_a_training_process_that_hangs_is_stopped_its_stacks_logged_and_its_cells_parked(tmp_path, monkeypatch,
+                                                                                         limit, why):
+    """The first GPU run printed nothing after its first pack started and ended at the command's limit with nothing
+    saved. Now the watcher stops a child that outruns --minutes + --grace, or changes nothing under its work
+    directory for --stall seconds, with SIGABRT (faulthandler writes every thread's stack to the log), parks what
+    the child left under its work directory, and writes the report."""
+    from stop_requests import stop_after
+
+    results, work = tmp_path / "results", tmp_path / "work"
+    results.mkdir()
+    (results / "plan.txt").write_text(PLAN)
+    gc = script()
+    with monkeypatch.context() as m:  # a child that trained 3 steps of each cell, then stuck
+        stop_after(m, 3)
+        assert gc.main(args(tmp_path / "out1", results, "--work", str(work))) == 0
+    assert sorted(json.loads((work / gc.CELLS_FILE).read_text())["cells"]) == CELLS
+    out = tmp_path / "out2"
+    monkeypatch.setattr(gc, "child_command", lambda argv: [sys.executable, "-c", HANG, str(out / "gpu_cells.log")])
+    assert gc.main(args(out, results, "--work", str(work), *limit, watched=True)) == 1
+    report = within_limits(out)
+    assert set(report["cells"]) == set(CELLS) and all(v.startswith("stopped: ") for v in report["cells"].values())
+    assert report["parked"] == [c.replace("/", "~") + ".tar" for c in CELLS] and not report["finished"]
+    assert why in report["error"] and "**Error:**" in (out / "gpu_cells.md").read_text()
+    log = (out / "gpu_cells.log").read_text()
+    assert "stopping it with SIGABRT" in log and "Fatal Python error: Aborted" in log  # the stuck stacks
+    assert 'File "<string>", line 1 in <module>' in log
+    with tarfile.open(out / "results.tar") as tar:
+        assert {f"parked/{c.replace('/', '~')}.tar" for c in CELLS} <= set(tar.getnames())
+
+
+def test_a_deadline_that_passes_while_a_pack_is_set_up_still_stops_it(tmp_path, monkeypatch):
+    """The deadline's signal can arrive before a pack's stop handler is installed (its data and models being
+    made); it is sent again until the training stops, so the pack stops after a step and parks its cells rather
+    than training on to its end."""
+    import time
+
+    from relreason.studies import training
+
+    gc = script()
+    monkeypatch.setattr(gc, "RESEND_SECONDS", 0.2)
+    original = training.train_group
+
+    def late(*a, **k):
+        time.sleep(2.5)  # the deadline (--minutes 0.02: 1.2 s) passes here, before the pack's own handler
+        return original(*a, **k)
+
+    monkeypatch.setattr(training, "train_group", late)
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "plan.txt").write_text(PLAN)
+    more = ["--set", "train.train_examples=8000", "--minutes", "0.02", "--dump-every", "1"]  # 2,000 steps
+    assert gc.main(args(tmp_path / "out", results, *more)) == 0
+    report = within_limits(tmp_path / "out")
+    assert report["cells"] == {c: "interrupted" for c in CELLS} and len(report["parked"]) == 2
+    log = (tmp_path / "out" / "gpu_cells.log").read_text()  # where the time went: the stacks, every second
+    assert "(most recent call first):" in log and "in late" in log
+
+
 def test_a_pack_that_fails_is_recorded_and_trained_again_with_its_validations_one_after_another(tmp_path,
                                                                                                    monkeypatch):
     """A GPU run must not lose its minutes to one broken path: here validating side by side fails (as it might on
@@ -127,7 +208,7 @@ def test_a_transnar_cell_trains_after_its_nar_cell_and_a_committed_nar_record_st
 
     def once(out):
         assert script().main(["--out", str(out), "--device", "cpu", "--minutes", "5", "--plan",
-                              str(results / "plan.txt"), "--results", str(results), *sets]) == 0
+                              str(results / "plan.txt"), "--results", str(results), *sets, "--in-process"]) == 0
         report = within_limits(out)
         log = (out / "gpu_cells.log").read_text()
         return report, log
@@ -185,7 +266,7 @@ def test_the_results_are_split_or_refused_beyond_the_limits(tmp_path, monkeypatc
         raise AssertionError("a bundle over the file budget was written")
 
 
-def test_the_script_refuses_a_used_out_and_cuda_without_a_gpu(tmp_path, capsys):
+def test_the_script_refuses_a_used_out_and_cuda_without_a_gpu(tmp_path, capfd):
     import torch
 
     env = {**os.environ, "PYTHON": sys.executable}
@@ -193,9 +274,10 @@ def test_the_script_refuses_a_used_out_and_cuda_without_a_gpu(tmp_path, capsys):
     res = subprocess.run([str(ROOT / "scripts" / "gpu_cells.sh"), str(tmp_path), "--device", "cpu"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert res.returncode == 2 and f"Error: {tmp_path} is not empty" in res.stderr
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available():  # said by the training process; the watcher passes its status on
         assert script().main(["--out", str(tmp_path / "o")]) == 1
-        assert "torch sees no CUDA device" in capsys.readouterr().err
+        assert "torch sees no CUDA device" in capfd.readouterr().err
+        assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["gpu_cells.log"]  # nothing to salvage
 
 
 def test_cells_that_cannot_be_captured_train_in_the_pack_uncaptured(tmp_path):
@@ -215,3 +297,22 @@ def test_cells_that_cannot_be_captured_train_in_the_pack_uncaptured(tmp_path):
     assert (mine.config.train.static_step, mine.config.train.cuda_graph) == (True, True)
     assert mine.config.sources["train.cuda_graph"] == "scripts/gpu_cells.py"
     assert theirs is cells[1] and not theirs.config.train.cuda_graph
+
+
+def test_a_capture_key_the_user_sets_is_not_overwritten(tmp_path):
+    """`--set train.cuda_graph=false` (the uncaptured fallback of docs/gpu.md) stands: on CUDA the script
+    captures only where neither of its keys was set; on the CPU never."""
+    from relreason.config import build_config
+    from relreason.studies.cells import Cell
+    from relreason.studies.variants import Variant
+
+    gc = script()
+    cells = [Cell(Variant("mpnn", "mpnn"), "bfs", 0, tmp_path / "a",
+                  build_config("mpnn", "bfs", None, ["train.cuda_graph=false"]))]
+    said = []
+    for sets in (["train.cuda_graph=false", "model.hidden=8"], [" train.static_step =true"]):
+        assert gc.capture_for(cells, "cuda", sets, said.append) == cells
+    assert said[0] == "the cells are not captured by this script: --set train.cuda_graph given"
+    assert gc.capture_for(cells, "cpu", [], said.append) == cells
+    (mine,) = gc.capture_for(cells, "cuda", ["train.cuda_graph_x=1"], said.append)
+    assert mine.config.train.cuda_graph and mine.config.train.static_step
