@@ -54,7 +54,7 @@ GRACE_SECONDS = 60.0  # how long past --minutes the training process may run (st
 ABORT_WAIT = 20.0  # seconds a stopped training process has to write its stacks and exit before it is killed
 RESEND_SECONDS = 5.0  # the deadline's SIGTERM, repeated until the training has stopped
 DUMP_SECONDS = 120.0  # every how many seconds the training process writes its threads' stacks to the log
-STALL_SECONDS = 240.0  # a training process that changed nothing under its work directory for this long is stuck
+STALL_SECONDS = 180.0  # a training process that changed nothing under its work directory for this long is stuck
 POLL_SECONDS = 5.0  # how often the watcher looks
 HEARTBEAT = "heartbeat"  # under the work directory: touched by every line the training process logs
 
