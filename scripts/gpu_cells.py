@@ -57,6 +57,7 @@ DUMP_SECONDS = 120.0  # every how many seconds the training process writes its t
 STALL_SECONDS = 180.0  # a training process that changed nothing under its work directory for this long is stuck
 POLL_SECONDS = 5.0  # how often the watcher looks
 HEARTBEAT = "heartbeat"  # under the work directory: touched by every line the training process logs
+COMMAND_ENV = "RELREASON_GPU_CELLS_COMMAND"  # the watched command, as its training process's report gives it
 
 
 class Log:
@@ -496,6 +497,11 @@ def write_json(path: Path, data) -> None:
         tmp.write_text(json.dumps(data, indent=1, default=str))
 
 
+def command() -> str:
+    """The command the report names: the one the user ran (the watcher's), not its training process's."""
+    return os.environ.get(COMMAND_ENV) or " ".join(sys.argv)
+
+
 def child_command(argv: list[str]) -> list[str]:
     """The training process's command line: this script, in this interpreter, with `argv`."""
     return [sys.executable, str(Path(__file__).resolve()), *argv]
@@ -528,7 +534,8 @@ def watch(args, argv: list[str], out: Path) -> int:
     work = Path(args.work) if args.work else Path(tmp) / "work"
     limit = args.minutes * 60 + args.grace
     t0 = time.time()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+           COMMAND_ENV: command()}
     proc = subprocess.Popen(child_command([*argv, "--in-process", "--work", str(work)]), env=env)
     forward = {s: signal.signal(s, lambda signum, frame: proc.send_signal(signum))
                for s in (signal.SIGTERM, signal.SIGINT)}  # a stop asked of this command is the child's to do
@@ -579,7 +586,7 @@ def salvage(args, work: Path, out: Path, why: str, seconds: float, log) -> None:
     listed = json.loads((work / CELLS_FILE).read_text()) if (work / CELLS_FILE).is_file() else {}
     cells = [Path(c) for c in listed.get("cells", [])]
     tried = [c for c in cells if (work / "cells" / c).is_dir()]
-    report: dict = {"device": args.device, "torch": torch.__version__, "command": " ".join(sys.argv),
+    report: dict = {"device": args.device, "torch": torch.__version__, "command": command(),
                     "device_name": "not reported (the training process ended first)", "minutes": args.minutes,
                     "pack_size": args.pack_size, "error": why, "failures": [],
                     "cells": {str(c): f"stopped: {why}" for c in tried}, "data_wait": None}
@@ -661,7 +668,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     deadline = Deadline(args.minutes * 60)
     sets = [f"train.device={device.type}"] + list(args.set)
-    report: dict = {"device": str(device), "torch": torch.__version__, "command": " ".join(sys.argv),
+    report: dict = {"device": str(device), "torch": torch.__version__, "command": command(),
                     "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
                     "minutes": args.minutes, "pack_size": args.pack_size, "sets": sets}
     results, failed = Path(args.results), False
