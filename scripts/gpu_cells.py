@@ -219,7 +219,7 @@ class Deadline:
 
 
 def train_packs(cells: list, pack_size: int, deadline: Deadline, log, eval_threads: int | None = None,
-                failures: list | None = None) -> tuple[dict, list]:
+                failures: list | None = None, cores: int | None = None) -> tuple[dict, list]:
     """Trains `cells` in packs of `pack_size` until they are done or the deadline passes; returns each cell's
     status (relreason.studies.training.train_group's) and the packs' PackResults. A pack that fails is recorded
     in `failures` and tried once more from its cells' checkpoints with its validations one after another
@@ -248,7 +248,7 @@ def train_packs(cells: list, pack_size: int, deadline: Deadline, log, eval_threa
         for attempt in (1, 2):
             try:
                 got = train_group(group, show_progress=False, log=log, pack=True, packs=packs,
-                                  eval_threads=eval_threads)
+                                  eval_threads=eval_threads, cores=cores)
                 break
             except Exception as exc:  # recorded, not hidden: the report lists it and the script exits 1
                 traceback.print_exc()
@@ -623,6 +623,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pack-size", type=int, default=8, help="cells per pack")
     p.add_argument("--eval-threads", type=int, default=None,
                    help="cells of a pack that validate side by side (default: all on CUDA; 1: one after another)")
+    p.add_argument("--cores", type=int, default=None,
+                   help="the cores a pack's data streams share (default: this process's; 1: one generating process "
+                        "per cell)")
     p.add_argument("--measure", action="store_true", help="measure packing first (issue 38 item 5)")
     p.add_argument("--steps", type=int, default=50, help="steps timed per K by --measure")
     p.add_argument("--quick", action="store_true", help="tiny measurement (the CPU smoke test)")
@@ -642,10 +645,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="train in this process, without the watching process (the tests; the watcher's own child)")
     args = p.parse_args(argv)
     if args.minutes <= 0 or args.pack_size < 1 or (args.eval_threads is not None and args.eval_threads < 1) \
-            or args.grace <= 0 or args.dump_every < 0 or args.stall < 0:
-        print(f"Error: --minutes and --grace must be positive, --dump-every and --stall not negative, --pack-size "
-              f"and --eval-threads at least 1 (got {args.minutes}, {args.grace}, {args.dump_every}, {args.stall}, "
-              f"{args.pack_size}, {args.eval_threads})", file=sys.stderr)
+            or args.grace <= 0 or args.dump_every < 0 or args.stall < 0 or (args.cores is not None and args.cores < 1):
+        print(f"Error: --minutes and --grace must be positive, --dump-every and --stall not negative, --pack-size, "
+              f"--eval-threads and --cores at least 1 (got {args.minutes}, {args.grace}, {args.dump_every}, "
+              f"{args.stall}, {args.pack_size}, {args.eval_threads}, {args.cores})", file=sys.stderr)
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -670,7 +673,7 @@ def main(argv: list[str] | None = None) -> int:
     sets = [f"train.device={device.type}"] + list(args.set)
     report: dict = {"device": str(device), "torch": torch.__version__, "command": command(),
                     "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-                    "minutes": args.minutes, "pack_size": args.pack_size, "sets": sets}
+                    "minutes": args.minutes, "pack_size": args.pack_size, "cores": args.cores, "sets": sets}
     results, failed = Path(args.results), False
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.work) if args.work else Path(tmp) / "work"
@@ -697,7 +700,8 @@ def main(argv: list[str] | None = None) -> int:
         write_json(work / CELLS_FILE, {"cells": [str(c.directory.relative_to(work / "cells")) for c in cells],
                                        "again": [str(r) for r in again]})  # what the watcher salvages after a hang
         report["failures"] = []
-        status, packs = train_packs(cells, args.pack_size, deadline, log, args.eval_threads, report["failures"])
+        status, packs = train_packs(cells, args.pack_size, deadline, log, args.eval_threads, report["failures"],
+                                    args.cores)
         failed = failed or bool(report["failures"])
         deadline.cancel()
         faulthandler.cancel_dump_traceback_later()

@@ -166,6 +166,20 @@ def test_a_deadline_that_passes_while_a_pack_is_set_up_still_stops_it(tmp_path, 
     assert "(most recent call first):" in log and "in late" in log
 
 
+def test_the_cores_the_data_streams_share_reach_the_pack(tmp_path, monkeypatch):
+    """`--cores 1` (one generating process per cell: a fallback of docs/gpu.md) reaches the pack's share."""
+    from relreason.train import pack
+
+    shares = []
+    share = pack.stream_workers
+    monkeypatch.setattr(pack, "stream_workers", lambda cells, cores: shares.append(cores) or share(cells, cores))
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "plan.txt").write_text(PLAN)
+    assert script().main(args(tmp_path / "out", results, "--cores", "7")) == 0
+    assert shares == [7] and within_limits(tmp_path / "out")["cores"] == 7
+
+
 def test_a_pack_that_fails_is_recorded_and_trained_again_with_its_validations_one_after_another(tmp_path,
                                                                                                    monkeypatch):
     """A GPU run must not lose its minutes to one broken path: here validating side by side fails (as it might on

@@ -39,12 +39,13 @@ def train_cell(cell: Cell, show_progress: bool = False, log: Callable[[str], Non
 
 def train_group(cells: list[Cell], strategy: str = "auto", show_progress: bool = False,
                 log: Callable[[str], None] = print, command: str | None = None, pack: bool = False,
-                packs: list | None = None, eval_threads: int | None = None) -> list[str]:
+                packs: list | None = None, eval_threads: int | None = None, cores: int | None = None) -> list[str]:
     """Claims each cell of a seed group with its run lock, as a single run would, and trains the claimed
     cells that have no results yet as one seed group (one cell: its single run); returns each cell's
     status as `train_cell` does (`command` too). `pack`: the cells (of any columns and tasks) train as one
     pack instead (relreason.train.pack), its PackResult appended to `packs` when given; `eval_threads`: how many
-    of its cells validate side by side (relreason.train.pack.train_pack's; default there)."""
+    of its cells validate side by side, `cores` the cores their data streams share (relreason.train.pack.train_pack's;
+    defaults there)."""
     status: dict[int, str] = {}
     claimed: list[tuple[int, Cell, RunLock, str]] = []
     try:
@@ -65,7 +66,8 @@ def train_group(cells: list[Cell], strategy: str = "auto", show_progress: bool =
             claimed.append((k, c, lock, state))
         if claimed:
             interrupted = _train_claimed([(c, lock, state) for _, c, lock, state in claimed], strategy,
-                                         show_progress, log, command or cli_command(), pack, packs, eval_threads)
+                                         show_progress, log, command or cli_command(), pack, packs, eval_threads,
+                                         cores)
             for (k, *_), stopped in zip(claimed, interrupted):
                 status[k] = "interrupted" if stopped else "trained"
     finally:
@@ -76,7 +78,7 @@ def train_group(cells: list[Cell], strategy: str = "auto", show_progress: bool =
 
 def _train_claimed(claimed: list, strategy: str, show_progress: bool, log: Callable[[str], None],
                    command: str | None, pack: bool = False, packs: list | None = None,
-                   eval_threads: int | None = None) -> list[bool]:
+                   eval_threads: int | None = None, cores: int | None = None) -> list[bool]:
     """Trains claimed (cell, lock, state) of one group (`pack`: one pack); whether each was interrupted (a
     pack's cell that reached its budget before the stop is finished and tested: relreason.train.pack)."""
     from relreason.train import run  # CLI start-up: torch loads on use
@@ -99,7 +101,7 @@ def _train_claimed(claimed: list, strategy: str, show_progress: bool, log: Calla
     if pack:
         packed = train_pack(configs, [c.run_dir for c, _, _ in claimed], [state == "partial" for *_, state in claimed],
                             show_progress, command, log, [lock for _, lock, _ in claimed], abouts, resume_hint=hint,
-                            eval_threads=eval_threads)
+                            eval_threads=eval_threads, cores=cores)
         if packs is not None:
             packs.append(packed)
         return [r.interrupted for r in packed.results]
