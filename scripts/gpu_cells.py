@@ -65,18 +65,26 @@ class Log:
 
     def __init__(self, path: Path):
         self.file = open(path, "a")
-        self.beat: Path | None = None  # a file touched by every line (the watcher's sign of life)
 
     def __call__(self, message: str) -> None:
         line = f"[{time.strftime('%H:%M:%S')}] {message}"
         print(line, file=sys.stderr, flush=True)
         self.file.write(line + "\n")
         self.file.flush()
-        if self.beat is not None:
-            try:
-                self.beat.touch()
-            except OSError:  # the work directory is gone (the run is over)
-                self.beat = None
+        alive()
+
+
+_heartbeat: list[Path] = []  # the training process's heartbeat file, once its work directory is known
+
+
+def alive() -> None:
+    """A sign of life for the watcher (--stall): touches the heartbeat file under the work directory. Each log line
+    gives one, and --measure's steps, which change nothing else there."""
+    for path in _heartbeat:
+        try:
+            path.touch()
+        except OSError:  # the work directory is gone (the run is over)
+            _heartbeat.clear()
 
 
 def parked_name(rel: Path) -> str:
@@ -393,6 +401,7 @@ def packed_throughput(base, ks: list[int], steps: int, warmup: int, tf32: bool, 
                 t2 = time.perf_counter()
                 for s in sessions:
                     s.state["step"] += 1
+                alive()
                 if i >= warmup and group.graphs == before:
                     timed, data_s, n = timed + (t2 - t0), data_s + (t1 - t0), n + 1
             B = base.train.batch_size
@@ -678,7 +687,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.work) if args.work else Path(tmp) / "work"
         work.mkdir(parents=True, exist_ok=True)
-        log.beat = work / HEARTBEAT  # each line a sign of life for the watcher (--stall)
+        _heartbeat[:] = [work / HEARTBEAT]
         stage = Path(tmp) / "stage"
         stage.mkdir()
         data_dir = args.data_dir or str(work / "data")  # incidental: the same cells (study_sets)
