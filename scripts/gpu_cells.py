@@ -534,10 +534,10 @@ def watch(args, argv: list[str], out: Path) -> int:
     cells' validations and checkpoints, its data, its log lines' heartbeat) for --stall seconds, is stuck where
     its own deadline cannot reach it: the first GPU run (2026-11-28, an H200) printed nothing after its first
     pack started, its deadline's signal never handled, as when a device call holds the interpreter's lock. It
-    gets SIGABRT, on which faulthandler writes every
-    thread's stack to the log; then this process parks what the child left (the checkpoints of its unfinished
-    cells, the results of those it finished) and writes the report, so that the minutes leave a diagnosis and
-    whatever was trained. Returns the child's exit status, or 1 when it had to be stopped or wrote no report."""
+    gets SIGABRT, on which faulthandler writes every thread's stack to the log; then this process parks what the
+    child left (the checkpoints of its unfinished cells, the results of those it finished) and writes the report,
+    so that the minutes leave a diagnosis and whatever was trained. Returns the child's exit status, or 1 when it
+    had to be stopped or wrote no report."""
     log = Log(out / LOG)
     tmp = None if args.work else tempfile.mkdtemp(prefix="gpu_cells.")
     work = Path(args.work) if args.work else Path(tmp) / "work"
