@@ -103,12 +103,20 @@ def config_differences(a: dict, b: dict) -> list[str]:
     return out
 
 
+def picks(v: Variant, models: list[str]) -> bool:
+    """Whether `--models` keeps column `v`: it names the column's model (every column of that model) or its label
+    (that column alone: TransNAR's study has two columns of model transnar, "transnar" and "text transformer")."""
+    return v.model in models or v.label in models
+
+
 def check_models(study: Study, models: list[str]) -> None:
-    """`--models`: every name must be the model of one of the study's columns."""
-    unknown = [m for m in models if m not in {v.model for v in study.variants}]
+    """`--models`: every name must be the model or the label of one of the study's columns."""
+    unknown = [m for m in models if not any(picks(v, [m]) for v in study.variants)]
     if unknown:
+        labels = [v.label for v in study.variants if v.label != v.model]
         raise RelreasonError(f"--models {','.join(unknown)}: not a column of {study.name}",
-                             f"its models: {', '.join(dict.fromkeys(v.model for v in study.variants))}")
+                             f"its models: {', '.join(dict.fromkeys(v.model for v in study.variants))}"
+                             + (f"; its columns' labels: {', '.join(dict.fromkeys(labels))}" if labels else ""))
 
 
 def plan_cells(study: Study, tasks: list[str], seeds: tuple[int, ...], recipe: str | None = None,
@@ -117,14 +125,14 @@ def plan_cells(study: Study, tasks: list[str], seeds: tuple[int, ...], recipe: s
     """Every cell's resolved config, built before anything trains (a bad key fails at once).
 
     `recipe` replaces every column's protocol recipe (the cells are then not comparable unless it
-    resolves to the protocol's own recipe name); `models` keeps the columns of those models. `seeds`: the
+    resolves to the protocol's own recipe name); `models` keeps the columns of those models or labels. `seeds`: the
     seeds of every (column, task), each its cell `seed<k>`."""
     if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
         raise RelreasonError(f"seeds {list(seeds)}: give distinct seeds >= 0, at least one", "e.g. --seeds 3")
     variants = list(study.variants)
     if models is not None:
         check_models(study, models)
-        variants = [v for v in variants if v.model in models]
+        variants = [v for v in variants if picks(v, models)]
     text_sets, nar_sets = split_nar_sets(list(sets or []))
     reads_nar = any(v.nar is not None for v in variants)
     if nar_sets and not reads_nar:

@@ -93,6 +93,8 @@ def test_unknown_table_and_model_are_one_line_errors(tmp_path):
     assert res.exit_code == 1 and "unknown table 'rt-table20'" in res.output and "rt-table19" in res.output
     res = runner.invoke(app, ["reproduce", "clrs30", "--models", "rt", "--out", str(tmp_path)])
     assert res.exit_code == 1 and "not a column of clrs30" in res.output
+    res = runner.invoke(app, ["reproduce", "transnar-ood", "--models", "text", "--out", str(tmp_path)])
+    assert res.exit_code == 1 and "its columns' labels: text transformer" in " ".join(res.output.split())
     res = runner.invoke(app, ["reproduce", "--out", str(tmp_path)])
     assert res.exit_code == 1 and "which table" in res.output
 

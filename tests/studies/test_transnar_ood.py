@@ -64,6 +64,17 @@ def test_the_columns_differ_in_the_nar_alone_and_each_transnar_cell_reads_its_ow
     assert len(nar_cells(cells)) == len(tasks) * 2  # one NAR per algorithm and seed, none for the text column
 
 
+def test_models_picks_a_column_by_its_model_or_by_its_label_alone(tmp_path):
+    """Both columns are model transnar: `--models transnar` keeps both, `--models "text transformer"` (the
+    label) that column alone, as a verification of one column's cells needs."""
+    def labels(models):
+        return sorted({c.variant.label for c in plan_cells(STUDY, ["text:bfs"], (0,), out=tmp_path, models=models)})
+
+    assert labels(["transnar"]) == sorted([WITH, WITHOUT])
+    assert labels([WITHOUT]) == [WITHOUT]
+    assert labels([WITHOUT, "transnar"]) == sorted([WITH, WITHOUT])
+
+
 def test_the_text_weights_start_the_same_with_and_without_the_nar():
     """The workload seeds the text model after building the NAR: TransNAR's text part is drawn exactly as
     the text transformer's (its cross-attention after), so the columns start from the same text weights."""
