@@ -27,8 +27,9 @@ def reproduce_cmd(
     list_tables: Annotated[bool, typer.Option("--list", help="List the tables with their cells and measured costs, "
                                               "one after another and in seed groups; with TABLE, that table on "
                                               "--tasks at --seeds.")] = False,
-    models: Annotated[Optional[str], typer.Option("--models", help="Comma list of the table's models (their columns) or column "
-                                                  "labels (that column alone, e.g. 'text transformer') to run.",
+    models: Annotated[Optional[str], typer.Option("--models", help="Comma list of the table's models (their "
+                                                  "columns) or column labels (that column alone, e.g. 'text "
+                                                  "transformer') to run.",
                                                   show_default="every column")] = None,
     tasks: Annotated[Optional[str], typer.Option("--tasks", help="Comma-separated tasks or groups.",
                                                  show_default="the table's")] = None,
