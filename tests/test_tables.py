@@ -106,3 +106,14 @@ def test_each_published_plus_minus_is_read_as_its_paper_defines_it(name):
         assert fig.spread is want and fig.seeds == {Spread.STD: 20}.get(want, fig.seeds) and fig.seeds, (label, task)
     if name in ("clrs30", "ibarz2022"):
         assert {f.seeds for f in study.figures.values()} == {3 if name == "clrs30" else 10}
+
+
+@pytest.mark.parametrize("registry", ["tables", "ablations"])
+def test_no_column_label_names_another_columns_model(registry):
+    """`--models` takes a model (its columns) or a label (that column alone): a label that named another column's
+    model would make `--models` pick both."""
+    reg = TABLES if registry == "tables" else ABLATIONS
+    for name in reg.names():
+        study = reg.get(name)
+        models = {v.model for v in study.variants}
+        assert not [v.label for v in study.variants if v.label != v.model and v.label in models], name
