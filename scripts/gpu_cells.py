@@ -506,6 +506,13 @@ def write_json(path: Path, data) -> None:
         tmp.write_text(json.dumps(data, indent=1, default=str))
 
 
+def write_report(out: Path, report: dict) -> None:
+    """OUT/gpu_cells.md, then OUT/gpu_cells.json, atomically and last: the watcher reads a report that exists as the
+    run's whole account."""
+    (out / SUMMARY).write_text(summary(report))
+    write_json(out / REPORT, report)
+
+
 def command() -> str:
     """The command the report names: the one the user ran (the watcher's), not its training process's."""
     return os.environ.get(COMMAND_ENV) or " ".join(sys.argv)
@@ -613,8 +620,7 @@ def salvage(args, work: Path, out: Path, why: str, seconds: float, log) -> None:
             report["files"], report["error"] = [], f"{why}; then saving its cells failed: {type(exc).__name__}: {exc}"
     report["seconds"] = seconds
     report["files"] += [REPORT, SUMMARY, LOG]
-    write_json(out / REPORT, report)
-    (out / SUMMARY).write_text(summary(report))
+    write_report(out, report)
     log(f"salvaged: {len(report['finished'])} finished, {len(report['parked'])} parked; files under {out}: "
         f"{', '.join(report['files'])}")
 
@@ -729,8 +735,7 @@ def main(argv: list[str] | None = None) -> int:
             log(f"Error: {exc}")
     report["seconds"] = time.time() - t0
     report["files"] += [REPORT, SUMMARY, LOG]
-    (out / REPORT).write_text(json.dumps(report, indent=1, default=str))
-    (out / SUMMARY).write_text(summary(report))
+    write_report(out, report)
     log(f"done in {report['seconds']:.0f} s: {len(report['finished'])} finished, {len(report['parked'])} parked; "
         f"files under {out}: {', '.join(report['files'])}")
     return 1 if failed else 0
