@@ -33,6 +33,8 @@ import dataclasses
 import faulthandler
 import json
 import os
+import resource
+import shlex
 import shutil
 import signal
 import subprocess
@@ -58,6 +60,12 @@ STALL_SECONDS = 180.0  # a training process that changed nothing under its work 
 POLL_SECONDS = 5.0  # how often the watcher looks
 HEARTBEAT = "heartbeat"  # under the work directory: touched by every line the training process logs
 COMMAND_ENV = "RELREASON_GPU_CELLS_COMMAND"  # the watched command, as its training process's report gives it
+ATTEMPTS_ENV = "RELREASON_GPU_CELLS_ATTEMPTS"  # the training processes stopped before this one (JSON), for its report
+# The --fallback ladder when none is given: after a stalled pack, the known-good path (wave 4's gpu_check: one
+# captured cell on the default stream, validations in the training thread), then that uncaptured with one data
+# process per cell.
+DEFAULT_FALLBACKS = ("--pack-size 1", "--set train.cuda_graph=false --cores 1")
+FALLBACK_MIN_SECONDS = 60.0  # a fallback is tried only while this much of --minutes is left
 
 
 class Log:
@@ -471,6 +479,8 @@ def summary(report: dict) -> str:
              f"{len(report['parked'])} parked; " + (
                  "the wait for data was not measured." if report["data_wait"] is None else
                  f"the device waited for data {100 * report['data_wait']:.1f}% of the step time."), ""]
+    for a in report.get("attempts") or []:
+        lines += [f"Stalled first, then followed by the next --fallback: options {a['options']}: {a['stopped']}", ""]
     if report.get("error"):
         lines += [f"**Error:** {report['error']}", ""]
     if report.get("measure"):
@@ -535,13 +545,23 @@ def last_change(work: Path) -> float:
     return latest
 
 
+def fallbacks(args) -> list[list[str]]:
+    """The ladder of --fallback arguments (each a string of this script's options, appended to the command for the
+    next training process: the last of an option wins, --set adds); DEFAULT_FALLBACKS when none is given, none after
+    `--fallback none`."""
+    given = DEFAULT_FALLBACKS if args.fallback is None else args.fallback
+    return [shlex.split(f) for f in given if f.strip().lower() != "none"]
+
+
 def watch(args, argv: list[str], out: Path) -> int:
     """Trains in a child process (`--in-process`) and waits --minutes + --grace for it; this process never
     touches the device. A child still running then, or one that changed nothing under its work directory (its
     cells' validations and checkpoints, its data, its log lines' heartbeat) for --stall seconds, is stuck where
     its own deadline cannot reach it: the first GPU run (2026-11-28, an H200) printed nothing after its first
     pack started, its deadline's signal never handled, as when a device call holds the interpreter's lock. It
-    gets SIGABRT, on which faulthandler writes every thread's stack to the log; then this process parks what the
+    gets SIGABRT, on which faulthandler writes every thread's stack to the log. A stalled child is followed by the
+    next rung of the --fallback ladder (another child, the same work directory and cells, resuming their
+    checkpoints, for the minutes left) while FALLBACK_MIN_SECONDS remain; otherwise this process parks what the
     child left (the checkpoints of its unfinished cells, the results of those it finished) and writes the report,
     so that the minutes leave a diagnosis and whatever was trained. Returns the child's exit status, or 1 when it
     had to be stopped or wrote no report."""
@@ -552,40 +572,58 @@ def watch(args, argv: list[str], out: Path) -> int:
     t0 = time.time()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            COMMAND_ENV: command()}
-    proc = subprocess.Popen(child_command([*argv, "--in-process", "--work", str(work)]), env=env)
-    forward = {s: signal.signal(s, lambda signum, frame: proc.send_signal(signum))
+    ladder, extra, attempts = fallbacks(args), [], []
+    proc = None
+    forward = {s: signal.signal(s, lambda signum, frame: proc and proc.send_signal(signum))
                for s in (signal.SIGTERM, signal.SIGINT)}  # a stop asked of this command is the child's to do
     try:
-        code, why = None, None
-        while code is None and why is None:
-            try:
-                code = proc.wait(timeout=POLL_SECONDS)
-                why = f"the training process exited with status {code} without writing its report"
-            except subprocess.TimeoutExpired:
-                now = time.time()
-                quiet = now - max(t0, last_change(work))
-                if now - t0 > limit:
-                    why = (f"the training process was stopped {now - t0:.0f} s after it started: it outran "
-                           f"--minutes {args.minutes:g} + --grace {args.grace:g}")
-                elif args.stall and quiet > args.stall:
-                    why = (f"the training process was stopped {now - t0:.0f} s after it started: it had changed "
-                           f"nothing under its work directory and logged nothing for {quiet:.0f} s (--stall "
-                           f"{args.stall:g})")
-        if code is None:
-            why += f" (its threads' stacks are in {LOG})"
-            log(f"{why}: stopping it with SIGABRT; its threads' stacks follow (faulthandler)")
-            proc.send_signal(signal.SIGABRT)
-            try:
-                proc.wait(timeout=ABORT_WAIT)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        if code is not None and ((out / REPORT).is_file() or not (work / CELLS_FILE).is_file()):
-            # its report, or it stopped before it took on any cell (its error says why)
-            return code if (out / REPORT).is_file() else code or 1
-        log(f"Error: {why}; parking what it left")
-        salvage(args, work, out, why, time.time() - t0, log)
-        return 1
+        while True:
+            minutes = args.minutes - (time.time() - t0) / 60  # the rest of the command's minutes
+            env[ATTEMPTS_ENV] = json.dumps(attempts)
+            started = time.time()
+            again = [a for a in argv if a != "--measure"] if attempts else argv  # measured once
+            proc = subprocess.Popen(child_command([*again, *extra, "--minutes", f"{minutes:.4f}", "--in-process",
+                                                   "--work", str(work)]), env=env)
+            code, why, stalled = None, None, False
+            while code is None and why is None:
+                try:
+                    code = proc.wait(timeout=POLL_SECONDS)
+                    why = f"the training process exited with status {code} without writing its report"
+                except subprocess.TimeoutExpired:
+                    now = time.time()
+                    quiet = now - max(started, last_change(work))
+                    if now - t0 > limit:
+                        why = (f"the training process was stopped {now - t0:.0f} s after the command started: it "
+                               f"outran --minutes {args.minutes:g} + --grace {args.grace:g}")
+                    elif args.stall and quiet > args.stall:
+                        why = (f"the training process was stopped {now - t0:.0f} s after the command started: it "
+                               f"had changed nothing under its work directory and logged nothing for {quiet:.0f} s "
+                               f"(--stall {args.stall:g})")
+                        stalled = True
+            if code is None:
+                why += f" (its threads' stacks are in {LOG})"
+                log(f"{why}: stopping it with SIGABRT; its threads' stacks follow (faulthandler)")
+                proc.send_signal(signal.SIGABRT)
+                try:
+                    proc.wait(timeout=ABORT_WAIT)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            if code is not None and ((out / REPORT).is_file() or not (work / CELLS_FILE).is_file()):
+                # its report, or it stopped before it took on any cell (its error says why)
+                return code if (out / REPORT).is_file() else code or 1
+            left = args.minutes * 60 - (time.time() - t0)
+            if stalled and ladder and left >= FALLBACK_MIN_SECONDS:
+                attempts.append({"options": " ".join(map(shlex.quote, extra)) or "(as given)", "stopped": why})
+                extra = [*extra, *ladder.pop(0)]
+                for stale in out.glob(RESULTS_TAR + "*"):  # what the stopped process may have begun to write
+                    stale.unlink()
+                log(f"continuing with the next --fallback for the {left / 60:.1f} minutes left: "
+                    f"{' '.join(map(shlex.quote, extra))} (the same cells, from their checkpoints)")
+                continue
+            log(f"Error: {why}; parking what it left")
+            salvage(args, work, out, why, time.time() - t0, log, attempts)
+            return 1
     finally:
         for s, before in forward.items():
             signal.signal(s, before)
@@ -593,7 +631,7 @@ def watch(args, argv: list[str], out: Path) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def salvage(args, work: Path, out: Path, why: str, seconds: float, log) -> None:
+def salvage(args, work: Path, out: Path, why: str, seconds: float, log, attempts: list | None = None) -> None:
     """The report and results of a training process that ended without its own: every cell it took on
     (work/CELLS_FILE) staged as the process would have (finished ones collected, unfinished ones with a
     checkpoint parked), each marked with `why`."""
@@ -605,7 +643,8 @@ def salvage(args, work: Path, out: Path, why: str, seconds: float, log) -> None:
     report: dict = {"device": args.device, "torch": torch.__version__, "command": command(),
                     "device_name": "not reported (the training process ended first)", "minutes": args.minutes,
                     "pack_size": args.pack_size, "error": why, "failures": [],
-                    "cells": {str(c): f"stopped: {why}" for c in tried}, "data_wait": None}
+                    "cells": {str(c): f"stopped: {why}" for c in tried}, "data_wait": None,
+                    "attempts": attempts or []}
     with tempfile.TemporaryDirectory() as tmp:
         stage = Path(tmp)
         try:
@@ -656,6 +695,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="seconds without a change under the training process's work directory (validations, "
                         "checkpoints, data, log lines) after which it is stopped as stuck, its stacks logged and its "
                         f"cells parked: the rest of the device time stays unspent (default {STALL_SECONDS:g}; 0: none)")
+    p.add_argument("--fallback", action="append", default=None,
+                   help="options for the training process that follows a stalled one (--stall), on the same cells "
+                        "from their checkpoints for the minutes left; repeat for a ladder (default: "
+                        + "; then ".join(repr(f) for f in DEFAULT_FALLBACKS) + "; 'none': stop at a stall)")
     p.add_argument("--in-process", action="store_true",
                    help="train in this process, without the watching process (the tests; the watcher's own child)")
     args = p.parse_args(argv)
@@ -672,6 +715,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not args.in_process:
         return watch(args, list(sys.argv[1:] if argv is None else argv), out)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a SIGABRT from the watcher: stacks, not a GPU process's core
     import torch  # after the cheap checks: a mistyped command fails at once
 
     device = torch.device(args.device)
@@ -688,7 +732,8 @@ def main(argv: list[str] | None = None) -> int:
     sets = [f"train.device={device.type}"] + list(args.set)
     report: dict = {"device": str(device), "torch": torch.__version__, "command": command(),
                     "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-                    "minutes": args.minutes, "pack_size": args.pack_size, "cores": args.cores, "sets": sets}
+                    "minutes": args.minutes, "pack_size": args.pack_size, "cores": args.cores, "sets": sets,
+                    "attempts": json.loads(os.environ.get(ATTEMPTS_ENV) or "[]")}
     results, failed = Path(args.results), False
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.work) if args.work else Path(tmp) / "work"

@@ -5,6 +5,7 @@ scripts/park_cells.sh's format, and the next run restores and finishes them."""
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -107,7 +108,8 @@ HANG = ("import ctypes, faulthandler, sys; log = open(sys.argv[1], 'a'); faultha
 
 
 @pytest.mark.parametrize("limit, why", [(["--minutes", "0.02", "--grace", "1", "--stall", "0"], "outran --minutes"),
-                                        (["--stall", "1"], "changed nothing under its work directory")])
+                                        (["--stall", "1", "--fallback", "none"],
+                                         "changed nothing under its work directory")])
 def test_a_training_process_that_hangs_is_stopped_its_stacks_logged_and_its_cells_parked(tmp_path, monkeypatch,
                                                                                          limit, why):
     """The first GPU run printed nothing after its first pack started and ended at the command's limit with nothing
@@ -136,6 +138,53 @@ def test_a_training_process_that_hangs_is_stopped_its_stacks_logged_and_its_cell
     assert 'File "<string>", line 1 in <module>' in log
     with tarfile.open(out / "results.tar") as tar:
         assert {f"parked/{c.replace('/', '~')}.tar" for c in CELLS} <= set(tar.getnames())
+
+
+def test_a_stalled_training_process_is_followed_by_the_next_fallback_on_the_same_cells(tmp_path, monkeypatch):
+    """A GPU run's minutes are not lost to one stuck path: the watcher stops a stalled child (its stacks logged)
+    and starts the next rung of the --fallback ladder, its options appended to the command, on the same cells from
+    their checkpoints for the minutes left; the report names the stalled attempt, and the cells finish."""
+    from stop_requests import stop_after
+
+    results, work = tmp_path / "results", tmp_path / "work"
+    results.mkdir()
+    (results / "plan.txt").write_text(PLAN)
+    gc = script()
+    with monkeypatch.context() as m:  # the cells trained 3 steps each, then a stuck child
+        stop_after(m, 3)
+        assert gc.main(args(tmp_path / "out1", results, "--work", str(work))) == 0
+    out, children = tmp_path / "out2", []
+    real = gc.child_command
+
+    def child(argv):
+        children.append(argv)
+        return [sys.executable, "-c", HANG, str(out / "gpu_cells.log")] if len(children) == 1 else real(argv)
+    monkeypatch.setattr(gc, "child_command", child)
+    assert gc.main(args(out, results, "--work", str(work), "--stall", "1", "--fallback", "--pack-size 1 --cores 1",
+                        watched=True)) == 0
+    given = children[0][:-5]  # the command's own options, then --minutes M --in-process --work W
+    assert len(children) == 2 and children[1] == [*given, "--pack-size", "1", "--cores", "1", "--minutes",
+                                                  children[1][-4], "--in-process", "--work", str(work)]
+    assert float(children[1][-4]) < float(children[0][-4]) <= 5  # the minutes left
+    report = within_limits(out)
+    assert report["cells"] == {c: "trained" for c in CELLS} and report["finished"] == [f"{c}.json" for c in CELLS]
+    assert report["pack_size"] == 1 and report["cores"] == 1  # the fallback's options reached the training
+    assert [a["options"] for a in report["attempts"]] == ["(as given)"]
+    assert "changed nothing under its work directory" in report["attempts"][0]["stopped"]
+    assert "--in-process" not in report["command"] and "error" not in report
+    log = (out / "gpu_cells.log").read_text()
+    assert "Fatal Python error: Aborted" in log and "continuing with the next --fallback" in log
+    assert "restored parked" not in log  # resumed from the work directory's checkpoints, not started over
+    assert log.count("resumed ") == len(CELLS)
+    assert "Stalled first" in (out / "gpu_cells.md").read_text()
+
+
+def test_the_fallback_ladder(tmp_path):
+    gc = script()
+    parse = lambda *more: gc.fallbacks(argparse.Namespace(fallback=list(more) if more else None))  # noqa: E731
+    assert parse() == [s.split() for s in gc.DEFAULT_FALLBACKS]
+    assert parse("none") == []
+    assert parse("--eval-threads 1", "--set 'a.b=c d'") == [["--eval-threads", "1"], ["--set", "a.b=c d"]]
 
 
 def test_a_deadline_that_passes_while_a_pack_is_set_up_still_stops_it(tmp_path, monkeypatch):
