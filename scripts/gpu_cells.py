@@ -1,6 +1,6 @@
 """Minutes of GPU turned into finished cells (scripts/gpu_cells.sh runs it; issue 38): the next unfinished cells
-of results/plan.txt trained in packs (relreason.train.pack: each cell its own run, their captured steps on
-separate CUDA streams) for at most --minutes, every unfinished cell then parked so that the next GPU run or a
+of results/plan.txt trained one at a time, or in packs of --pack-size (relreason.train.pack: each cell its own
+run, their captured steps on separate CUDA streams; a pack stalled on the H200, docs/gpu.md) for at most --minutes, every unfinished cell then parked so that the next GPU run or a
 CPU lane resumes it, and what the repository commits written as at most 8 files of at most 16 MB under --out.
 Needs only PyTorch and the checkout (PYTHONPATH=.), no network.
 
@@ -17,9 +17,10 @@ Files under --out (MAX_FILES at most, each MAX_BYTES at most):
 - gpu_cells.log: the run's log.
 
 The training runs in a child process that this one watches (`watch`): a child still running --grace seconds after
-its --minutes is stopped with SIGABRT, which makes faulthandler write every thread's stack to gpu_cells.log, and
-what it left (finished cells, checkpoints of unfinished ones) is staged and parked as above, the report saying
-why. `--in-process` trains without the watcher (the tests).
+its --minutes, or one that changed nothing for --stall seconds, is stopped with SIGABRT, which makes faulthandler
+write every thread's stack to gpu_cells.log; after a stall the next rung of the --fallback ladder trains the same
+cells for the minutes left, and in the end what was left (finished cells, checkpoints of unfinished ones) is
+staged and parked as above, the report saying why. `--in-process` trains without the watcher (the tests).
 
 --measure first measures packing (issue 38 item 5): aggregate examples/s and TFLOP/s of K packed cells against
 one captured cell, K = 1, 8, 16, 32 at the Triplet-GMPNN protocol and K = 1, 3, 8 at the RT protocol, with
@@ -55,7 +56,8 @@ CELLS_FILE = "gpu_cells_cells.json"  # under the work directory: the cells the t
 GRACE_SECONDS = 60.0  # how long past --minutes the training process may run (start-up, the last step, parking)
 ABORT_WAIT = 20.0  # seconds a stopped training process has to write its stacks and exit before it is killed
 RESEND_SECONDS = 5.0  # the deadline's SIGTERM, repeated until the training has stopped
-DUMP_SECONDS = 120.0  # every how many seconds the training process writes its threads' stacks to the log
+DUMP_SECONDS = 0.0  # the periodic dumps are off: one (from faulthandler's watchdog thread, reading the frames of a
+# running thread) crashed a training process on the H200 (status -11, mid-dump, 2026-11-28)
 STALL_SECONDS = 180.0  # a training process that changed nothing under its work directory for this long is stuck
 POLL_SECONDS = 5.0  # how often the watcher looks
 HEARTBEAT = "heartbeat"  # under the work directory: touched by every line the training process logs
@@ -553,6 +555,12 @@ def fallbacks(args) -> list[list[str]]:
     return [shlex.split(f) for f in given if f.strip().lower() != "none"]
 
 
+def same_options(argv: list[str], extra: list[str], rung: list[str]) -> bool:
+    """Whether the fallback `rung` changes nothing in the command `argv` + `extra` (it would only train the stalled
+    configuration again)."""
+    return parser().parse_args([*argv, *extra]) == parser().parse_args([*argv, *extra, *rung])
+
+
 def watch(args, argv: list[str], out: Path) -> int:
     """Trains in a child process (`--in-process`) and waits --minutes + --grace for it; this process never
     touches the device. A child still running then, or one that changed nothing under its work directory (its
@@ -613,6 +621,8 @@ def watch(args, argv: list[str], out: Path) -> int:
                 # its report, or it stopped before it took on any cell (its error says why)
                 return code if (out / REPORT).is_file() else code or 1
             left = args.minutes * 60 - (time.time() - t0)
+            while ladder and same_options(argv, extra, ladder[0]):  # a rung already in effect
+                ladder.pop(0)
             if stalled and ladder and left >= FALLBACK_MIN_SECONDS:
                 attempts.append({"options": " ".join(map(shlex.quote, extra)) or "(as given)", "stopped": why})
                 extra = [*extra, *ladder.pop(0)]
@@ -650,6 +660,9 @@ def salvage(args, work: Path, out: Path, why: str, seconds: float, log, attempts
         try:
             stage_cells(tried, [Path(c) for c in listed.get("again", [])], work, stage, Path(args.results), report,
                         log)
+            for c in tried:  # finished before the process stopped
+                if f"{c}.json" in report["finished"]:
+                    report["cells"][str(c)] = "trained"
             for stale in out.glob(RESULTS_TAR + "*"):  # what the stopped process may have begun to write
                 stale.unlink()
             report["files"] = write_bundle(stage, out, MAX_FILES - 3)
@@ -664,7 +677,7 @@ def salvage(args, work: Path, out: Path, why: str, seconds: float, log, attempts
         f"{', '.join(report['files'])}")
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
     p.add_argument("--minutes", type=float, default=8.0,
@@ -674,7 +687,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", default=str(ROOT / "results"), help="the committed results (cells, parked)")
     p.add_argument("--work", default=None, help="where the cells train (default: a temporary directory)")
     p.add_argument("--data-dir", default=None, help="the cells' datasets (default: generated under the work directory)")
-    p.add_argument("--pack-size", type=int, default=8, help="cells per pack")
+    p.add_argument("--pack-size", type=int, default=1,
+                   help="cells per pack (default 1: on an H200 a pack of 3 captured cells stalled at its first step's "
+                        "read-back, 2026-11-28, docs/gpu.md; one cell at a time trained)")
     p.add_argument("--eval-threads", type=int, default=None,
                    help="cells of a pack that validate side by side (default: all on CUDA; 1: one after another)")
     p.add_argument("--cores", type=int, default=None,
@@ -701,7 +716,11 @@ def main(argv: list[str] | None = None) -> int:
                         + "; then ".join(repr(f) for f in DEFAULT_FALLBACKS) + "; 'none': stop at a stall)")
     p.add_argument("--in-process", action="store_true",
                    help="train in this process, without the watching process (the tests; the watcher's own child)")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     if args.minutes <= 0 or args.pack_size < 1 or (args.eval_threads is not None and args.eval_threads < 1) \
             or args.grace <= 0 or args.dump_every < 0 or args.stall < 0 or (args.cores is not None and args.cores < 1):
         print(f"Error: --minutes and --grace must be positive, --dump-every and --stall not negative, --pack-size, "

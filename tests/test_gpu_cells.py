@@ -34,7 +34,8 @@ def args(out: Path, results: Path, *more, watched: bool = False) -> list[str]:
     """The script's arguments for the tiny plan under `results`: trained in this process (so that a test can
     patch it), or `watched` by the script's own watching process, as on a GPU machine."""
     sets = [x for s in TINY + [f"data.data_dir={results.parent / 'data'}"] for x in ("--set", s)]
-    return ["--out", str(out), "--device", "cpu", "--quick", "--minutes", "5", "--plan", str(results / "plan.txt"),
+    return ["--out", str(out), "--device", "cpu", "--quick", "--minutes", "5", "--pack-size", "2", "--plan",
+            str(results / "plan.txt"),
             "--results", str(results), *sets, *more, *([] if watched else ["--in-process"])]
 
 
@@ -126,18 +127,21 @@ def test_a_training_process_that_hangs_is_stopped_its_stacks_logged_and_its_cell
         stop_after(m, 3)
         assert gc.main(args(tmp_path / "out1", results, "--work", str(work))) == 0
     assert sorted(json.loads((work / gc.CELLS_FILE).read_text())["cells"]) == CELLS
+    (results / "bfs.txt").write_text(PLAN.replace("bfs,dfs", "bfs"))  # ... and had finished bfs
+    assert gc.main(args(tmp_path / "out1b", results, "--work", str(work), "--plan", str(results / "bfs.txt"))) == 0
+    (work / gc.CELLS_FILE).write_text(json.dumps({"cells": CELLS, "again": []}))  # the cells it took on
     out = tmp_path / "out2"
     monkeypatch.setattr(gc, "child_command", lambda argv: [sys.executable, "-c", HANG, str(out / "gpu_cells.log")])
     assert gc.main(args(out, results, "--work", str(work), *limit, watched=True)) == 1
     report = within_limits(out)
-    assert set(report["cells"]) == set(CELLS) and all(v.startswith("stopped: ") for v in report["cells"].values())
-    assert report["parked"] == [c.replace("/", "~") + ".tar" for c in CELLS] and not report["finished"]
+    assert report["cells"][CELLS[0]] == "trained" and report["cells"][CELLS[1]].startswith("stopped: ")
+    assert report["finished"] == [f"{CELLS[0]}.json"] and report["parked"] == [CELLS[1].replace("/", "~") + ".tar"]
     assert why in report["error"] and "**Error:**" in (out / "gpu_cells.md").read_text()
     log = (out / "gpu_cells.log").read_text()
     assert "stopping it with SIGABRT" in log and "Fatal Python error: Aborted" in log  # the stuck stacks
     assert 'File "<string>", line 1 in <module>' in log
     with tarfile.open(out / "results.tar") as tar:
-        assert {f"parked/{c.replace('/', '~')}.tar" for c in CELLS} <= set(tar.getnames())
+        assert {f"parked/{CELLS[1].replace('/', '~')}.tar", f"cells/{CELLS[0]}.json"} <= set(tar.getnames())
 
 
 def test_a_stalled_training_process_is_followed_by_the_next_fallback_on_the_same_cells(tmp_path, monkeypatch):
@@ -160,8 +164,8 @@ def test_a_stalled_training_process_is_followed_by_the_next_fallback_on_the_same
         children.append(argv)
         return [sys.executable, "-c", HANG, str(out / "gpu_cells.log")] if len(children) == 1 else real(argv)
     monkeypatch.setattr(gc, "child_command", child)
-    assert gc.main(args(out, results, "--work", str(work), "--stall", "1", "--fallback", "--pack-size 1 --cores 1",
-                        watched=True)) == 0
+    assert gc.main(args(out, results, "--work", str(work), "--stall", "1", "--fallback", "--pack-size 2",
+                        "--fallback", "--pack-size 1 --cores 1", watched=True)) == 0  # the first rung: no change
     given = children[0][:-5]  # the command's own options, then --minutes M --in-process --work W
     assert len(children) == 2 and children[1] == [*given, "--pack-size", "1", "--cores", "1", "--minutes",
                                                   children[1][-4], "--in-process", "--work", str(work)]
@@ -180,11 +184,17 @@ def test_a_stalled_training_process_is_followed_by_the_next_fallback_on_the_same
 
 
 def test_the_fallback_ladder(tmp_path):
+    """The ladder's rungs as options; a rung that changes nothing in the command (the default --pack-size 1 after
+    a run of one cell at a time) is skipped rather than training the stalled configuration again."""
     gc = script()
     parse = lambda *more: gc.fallbacks(argparse.Namespace(fallback=list(more) if more else None))  # noqa: E731
     assert parse() == [s.split() for s in gc.DEFAULT_FALLBACKS]
     assert parse("none") == []
     assert parse("--eval-threads 1", "--set 'a.b=c d'") == [["--eval-threads", "1"], ["--set", "a.b=c d"]]
+    base = ["--out", str(tmp_path)]
+    assert gc.same_options(base, [], ["--pack-size", "1"]) and gc.same_options(base, ["--cores", "2"], ["--cores", "2"])
+    assert not gc.same_options(base, [], ["--pack-size", "3"])
+    assert not gc.same_options(base, [], ["--set", "train.cuda_graph=false"])
 
 
 def test_a_deadline_that_passes_while_a_pack_is_set_up_still_stops_it(tmp_path, monkeypatch):
@@ -270,7 +280,7 @@ def test_a_transnar_cell_trains_after_its_nar_cell_and_a_committed_nar_record_st
     nar = "triplet_gmpnn/transnar_ood_nar/insertion_sort/seed0"
 
     def once(out):
-        assert script().main(["--out", str(out), "--device", "cpu", "--minutes", "5", "--plan",
+        assert script().main(["--out", str(out), "--device", "cpu", "--minutes", "5", "--pack-size", "8", "--plan",
                               str(results / "plan.txt"), "--results", str(results), *sets, "--in-process"]) == 0
         report = within_limits(out)
         log = (out / "gpu_cells.log").read_text()
@@ -310,7 +320,7 @@ def test_the_committed_plan_plans_for_a_gpu_run(tmp_path):
 
 def test_the_committed_gpu_plan_takes_captured_core8_cells_a_task_to_a_pack(tmp_path):
     """results/gpu_plan.txt (docs/gpu.md): Triplet-GMPNN core-8 cells only, every one captured, a task's seeds next
-    to each other so that --pack-size 3 packs one task's seeds."""
+    to each other (a --pack-size 3 run packs one task's seeds)."""
     from relreason.tasks import expand_tasks
 
     gc = script()

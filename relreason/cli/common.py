@@ -220,8 +220,8 @@ SeedStrategyOpt = Annotated[str, typer.Option("--seed-strategy", help="How a see
                                               "step, bit for bit its single run).")]
 PackOpt = Annotated[str, typer.Option("--pack", help="Train the cells in packs of up to 8 (any columns and tasks) in "
                                       "one process, each its own run directory as if trained alone, their captured "
-                                      "steps on separate CUDA streams: auto (on CUDA; on CPU nothing changes), on, "
-                                      "off.")]
+                                      "steps on separate CUDA streams: on, off, auto (no packs yet: a pack of captured "
+                                      "cells stalled on an H200, docs/gpu.md).")]
 LauncherOpt = Annotated[str, typer.Option("--launcher", help="Where the cells train: local (here), slurm (one job "
                                           "array through submitit, a seed group per job) or local-submitit (the "
                                           "same jobs as processes here).")]

@@ -57,7 +57,7 @@ class SweepOptions:
     launcher: str = "local"  # local, slurm or local-submitit (relreason.studies.launch)
     slurm: str | None = None  # "key=value,..." of each job (relreason.studies.launch.parse_slurm)
     wait: bool = False  # with a submitit launcher: wait for the jobs to end
-    pack: str = "auto"  # auto | on | off: cells in packs of any column and task, one process each (auto: on CUDA)
+    pack: str = "auto"  # auto | on | off: cells in packs of any column and task, one process each (auto: none yet)
     show_progress: bool = field(default=True, compare=False)  # progress bars on stderr
 
 
