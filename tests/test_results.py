@@ -472,3 +472,23 @@ def test_the_summary_states_a_text_studys_claim_averaged_over_its_algorithms(tmp
             "+15.0 [+12.5, +17.5] higher.")
     assert line in summary, summary
     assert line in readme.read_text() and readme.read_text().endswith("<!-- /results-summary -->\nrest\n")
+
+
+@pytest.mark.parametrize("name", TABLES.names())
+def test_each_cells_remake_command_selects_its_column(name, tmp_path):
+    """RESULTS.md's per-cell command names the column by `--models`: its model, or its label where another column
+    has the same model (TransNAR's study: `--models 'text transformer'` re-makes that column's cell alone, where
+    `--models transnar` would re-make both). Read back as `reproduce` reads it, it selects the column."""
+    import shlex
+
+    from relreason.studies.results_report import remake_models
+    from relreason.tasks import expand_tasks
+
+    study = TABLES.get(name)
+    task = expand_tasks(study.tasks)[0]
+    for v in study.variants:
+        picked = {c.variant.label for c in plan_cells(study, [task], (0,), out=tmp_path,
+                                                      models=shlex.split(remake_models(study, v)))}
+        assert v.label in picked
+        if sum(w.model == v.model for w in study.variants) > 1 and v.label != v.model:
+            assert picked == {v.label}

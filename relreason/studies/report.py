@@ -272,8 +272,11 @@ def _distribution_average(per_algorithm: dict[str, dict], variants: list[str], k
     if not used:
         return []
     left = [a for a in per_algorithm if a not in used]
+    same = [f"{v} on {a}" for a in used for v in variants if identical_seeds(per_algorithm[a][v], keys)]
     label = f"average ({len(used)}: {', '.join(used)}" + (f"; left out, one seed: {', '.join(left)}" if left
-                                                         else "") + ")"
+                                                         else "") + \
+        (f"; seeds scoring identically (CLRS, every size; no spread to test against): {', '.join(same)}" if same
+         else "") + ")"
     rows = [{"algorithm": label, "model": v,
              **{head_of[k]: f"{sum(per_algorithm[a][v][k].mean for a in used) / len(used):.1f}" for k in keys}}
             for v in variants]
@@ -283,6 +286,15 @@ def _distribution_average(per_algorithm: dict[str, dict], variants: list[str], k
                                            [per_algorithm[a][other][k] for a in used], margin, other)
                         for k in keys}})
     return rows
+
+
+def identical_seeds(summaries: dict, keys: list[tuple[str, str]]) -> bool:
+    """Whether a column's seeds (two or more) score identically in CLRS score in every distribution class of
+    `keys`: the mark of a model that gives one fixed answer for every input (the text transformer on
+    naive_string_matcher: "0" for every question, docs/text.md); its zero spread leaves Welch's interval to the
+    other column's alone. CLRS alone is read: the claim's score, whose spread Welch's interval rests on."""
+    clrs = [summaries[k] for k in keys if k[1] == "clrs"]
+    return bool(clrs) and all(x.n >= 2 and len(set(x.values)) == 1 for x in clrs)
 
 
 def _versus(d: Difference, margin: float | None) -> str:

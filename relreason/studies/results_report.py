@@ -17,6 +17,7 @@ RESULTS.md and for the HTML page (relreason.studies.html_report).
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,8 +119,8 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
             if task in study.not_comparable:
                 why.append(study.not_comparable[task])
             records.append(_record(v.label, (model, setting, task, seed), data, "; ".join(why),
-                                   f"relreason reproduce {study.name} --models {model} --tasks {task} "
-                                   f"--seeds {seed + 1}"))
+                                   f"relreason reproduce {study.name} --models {remake_models(study, v)} "
+                                   f"--tasks {task} --seeds {seed + 1}"))
     if not records:
         return None
     used_tasks = [t for t in tasks if any(r["task"] == t for r in records)]
@@ -133,6 +134,15 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
             "averages": [{"variant": v, **to_plain(p)} for v, p in study.averages.items()
                          if v in used and used_tasks == tasks],
             "lower_is_better": TASKS.get(used_tasks[0]).lower_is_better, "margin": study.margin}
+
+
+def remake_models(study: Study, variant) -> str:
+    """What `reproduce --models` names to re-make `variant`'s cells alone: its model, or its column's label (quoted)
+    where another column of the study has the same model (TransNAR's study: transnar with and without its NAR;
+    relreason.studies.cells.picks reads both)."""
+    if sum(v.model == variant.model for v in study.variants) > 1:
+        return shlex.quote(variant.label)
+    return variant.model
 
 
 def _record(variant: str, key: tuple, data: RunResults, why: str, reproduce: str) -> dict:

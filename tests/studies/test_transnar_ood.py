@@ -20,6 +20,7 @@ from relreason.runs.stats import t975
 from relreason.runtime import KERNEL_LEVELS, cpu_kernels, kernels_environment
 from relreason.studies.cells import config_differences, nar_cells, plan_cells
 from relreason.studies.report import distribution_breakdown, size_classes
+from relreason.studies.results_report import claim_lines
 from relreason.studies.tables import TABLES
 from relreason.tasks import expand_tasks
 
@@ -255,6 +256,25 @@ def test_the_distribution_tables_average_against_hand_values():
     single = {"variants": [WITH, WITHOUT], "seeds": 1, "cells": [
         c for c in result["cells"] if c["seed"] == 0]}
     assert not any(r["algorithm"].startswith("average") for r in distribution_breakdown(single)[0])
+
+
+def test_a_column_whose_seeds_score_identically_is_named_in_the_average():
+    """The text transformer answered "0" to every naive_string_matcher question at all three seeds (docs/text.md):
+    its seeds score identically at every size, its spread is zero and Welch's interval is the other column's
+    alone. The average row (the summary's claim line) names such a column, by its CLRS scores alone (the claim's;
+    its parse scores may differ); identical shape and parse scores (100 for any model that learned the format) do
+    not count, nor does one size alone."""
+    result = {"variants": [WITH, WITHOUT], "seeds": 2, "cells": [
+        _cell(WITH, 0, {12: 0.9, 14: 0.70}), _cell(WITH, 1, {12: 0.9, 14: 0.71}),
+        _cell(WITHOUT, 0, {12: 0.2, 14: 0.40}), _cell(WITHOUT, 1, {12: 0.2, 14: 0.40}),
+        _cell(WITH, 0, {12: 0.9, 14: 0.50}, "dfs"), _cell(WITH, 1, {12: 0.9, 14: 0.52}, "dfs"),
+        _cell(WITHOUT, 0, {12: 0.5, 14: 0.50}, "dfs"), _cell(WITHOUT, 1, {12: 0.6, 14: 0.50}, "dfs")]}
+    result["cells"][2]["per_task"]["bfs@14"]["outputs"]["parse"] = 0.9  # one seed's answers parse less often
+    rows, _ = distribution_breakdown(result)
+    assert rows[-1]["algorithm"] == ("average (2: bfs, dfs; seeds scoring identically (CLRS, every size; no spread "
+                                     f"to test against): {WITHOUT} on bfs)")
+    line = claim_lines("transnar-ood", (rows, _))[0]
+    assert f"seeds scoring identically (CLRS, every size; no spread to test against): {WITHOUT} on bfs" in line
 
 
 def test_a_column_with_one_seed_gives_the_difference_but_no_interval():
