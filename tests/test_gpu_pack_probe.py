@@ -1,0 +1,43 @@
+"""scripts/gpu_pack_probe.py, the bisection of the H200 pack stall (docs/gpu.md), on the CPU: each variant of the
+pack's loop runs in its own process; one that outlives --limit is stopped and marked stalled, the others still
+run and are reported."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def script():
+    spec = importlib.util.spec_from_file_location("gpu_pack_probe", ROOT / "scripts" / "gpu_pack_probe.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_variants_run_each_in_its_process_and_report(tmp_path):
+    probe = script()
+    assert probe.main(["--out", str(tmp_path), "--device", "cpu", "--quick", "--steps", "2", "--limit", "300",
+                       "--variants", "stalled,one-stream"]) == 0
+    report = json.loads((tmp_path / "gpu_pack_probe.json").read_text())["variants"]
+    assert list(report) == ["stalled", "one-stream"]
+    assert all(r["outcome"] == "finished" and r["steps"] == 2 and r["first_step_s"] > 0 for r in report.values())
+    log = (tmp_path / "gpu_pack_probe.log").read_text()
+    assert "stalled: validations done" in log and "one-stream: step 1" in log
+
+
+def test_a_variant_past_its_limit_is_stopped_and_the_next_still_runs(tmp_path):
+    probe = script()
+    assert probe.main(["--out", str(tmp_path), "--device", "cpu", "--quick", "--steps", "1", "--limit", "0.5",
+                       "--variants", "single,uncaptured"]) == 1
+    report = json.loads((tmp_path / "gpu_pack_probe.json").read_text())["variants"]
+    assert [r["outcome"] for r in report.values()] == ["stalled", "stalled"] and report["single"]["steps"] == 0
+    assert "single: stalled after 0.5 s; stopping it with SIGABRT" in (tmp_path / "gpu_pack_probe.log").read_text()
+
+
+def test_unknown_variants_are_refused(tmp_path, capfd):
+    assert script().main(["--out", str(tmp_path), "--variants", "stalled,fast"]) == 2
+    assert "unknown variants ['fast']" in capfd.readouterr().err
