@@ -318,16 +318,19 @@ def test_the_committed_plan_plans_for_a_gpu_run(tmp_path):
     assert gc.capture_problems(text[0].config) == ["not a graph (NAR) workload"]
 
 
-def test_the_committed_gpu_plan_takes_captured_core8_cells_a_task_to_a_pack(tmp_path):
-    """results/gpu_plan.txt (docs/gpu.md): Triplet-GMPNN core-8 cells only, every one captured, a task's seeds next
-    to each other (a --pack-size 3 run packs one task's seeds)."""
+def test_the_committed_gpu_plan_takes_the_rt_then_captured_core8_cells_a_task_to_a_pack(tmp_path):
+    """results/gpu_plan.txt (docs/gpu.md): the RT's bellman_ford cells, then Triplet-GMPNN core-8 cells, every one
+    captured, a task's seeds next to each other (a --pack-size 3 run packs one task's seeds)."""
     from relreason.tasks import expand_tasks
 
     gc = script()
     work = tmp_path / "work"
     cells = gc.captured(gc.next_cells(ROOT / "results" / "gpu_plan.txt", ROOT / "results", work,
                                       ["train.device=cuda"], lambda m: None, str(work / "data")), lambda m: None)
-    assert all(c.config.model_name == "triplet_gmpnn" and c.task in expand_tasks("core8") for c in cells)
+    rt = [c for c in cells if c.config.model_name == "rt"]
+    assert [c.task for c in rt] == ["bellman_ford"] * 3 and cells[:3] == rt  # the RT's cells first (issue 39)
+    assert rt[0].config.data.order.value == "fixed"  # the reference's order (run.py's train sampler of seed 1)
+    assert all(c.config.model_name == "triplet_gmpnn" and c.task in expand_tasks("core8") for c in cells[3:])
     assert all(c.config.train.cuda_graph for c in cells)
     tasks = [c.task for c in cells]
     assert tasks == sorted(tasks, key=tasks.index)  # each task's cells together
