@@ -562,8 +562,9 @@ def same_options(argv: list[str], extra: list[str], rung: list[str]) -> bool:
 
 
 def watch(args, argv: list[str], out: Path) -> int:
-    """Trains in a child process (`--in-process`) and waits --minutes + --grace for it; this process never
-    touches the device. A child still running then, or one that changed nothing under its work directory (its
+    """Trains in a child process (`--in-process`) and waits --minutes + --grace for it; this process touches the
+    device only after its child is gone, when a salvage tests a finished cell's checkpoints that the child had not
+    yet staged (relreason.studies.results' model selection: 33 s for one Triplet-GMPNN cell on the H200). A child still running then, or one that changed nothing under its work directory (its
     cells' validations and checkpoints, its data, its log lines' heartbeat) for --stall seconds, is stuck where
     its own deadline cannot reach it: the first GPU run (2026-11-28, an H200) printed nothing after its first
     pack started, its deadline's signal never handled, as when a device call holds the interpreter's lock. It
