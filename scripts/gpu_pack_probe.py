@@ -1,25 +1,31 @@
 """Why a pack of captured cells stalls on the H200 (docs/gpu.md, "Packed cells"): the pack's step in a handful of
 variants, each in its own process with a time limit, so that one GPU command bisects the stall.
 
-    PYTHONPATH=. python scripts/gpu_pack_probe.py --out /tmp/probe                       # on a CUDA machine (~4 min)
+    PYTHONPATH=. python scripts/gpu_pack_probe.py --out /tmp/probe                       # on a CUDA machine
     PYTHONPATH=. python scripts/gpu_pack_probe.py --out /tmp/probe --device cpu --quick  # the CPU smoke test
 
 The stalled run (results/gpu/gpu_cells_third_try.log): three Triplet-GMPNN insertion_sort cells, each captured
 and replayed on its own side stream (relreason.train.seed_group.SeedGroup.step), their step-0 validations side by
-side in threads first; the main thread then waited in the step's read-back (`.tolist()`) for 94 s. Each variant
-below runs `--steps` steps of that pack's loop (batches, step, read-back), changing one thing:
+side in threads first; after them the main thread waited in a step's read-back (`.tolist()`) for 94 s, at some
+step before the 50th (the first that writes anything). The leading suspect (a reading of the code and of torch's,
+/work/notes of 2026-11-28, not yet a measurement): every graph was captured on torch's one default capture stream,
+and torch keys the cuBLAS workspaces by stream, so the three cells' graphs baked in one workspace and, replayed at
+once on their side streams from the second step on, used it together. Each CapturedStep now captures on its own
+stream (relreason.train.cuda_graphs). Each variant runs `--steps` steps of the pack's loop (batches, step,
+read-back; every step logged), changing one thing:
 
-- stalled: the stalled run's pack (validations side by side first, captured, side streams);
-- blocking: the same under CUDA_LAUNCH_BLOCKING=1 (every launch waits for its kernel: a stall's stack then names
-  the launch that never ends);
-- no-validation: no validations first;
-- one-stream: every cell's step on the main stream (no side streams);
-- uncaptured: side streams, the static step uncaptured;
-- single: one captured cell (the path that trained on the H200).
+- pack: the pack as scripts/gpu_cells.sh runs it today (each cell's graphs captured on its own stream);
+- shared-capture: the stalled run's pack (every graph captured on torch's default capture stream);
+- shared-no-workspace: the same with cuBLAS's workspace off (CUBLAS_WORKSPACE_CONFIG=:0:0,
+  CUBLASLT_WORKSPACE_SIZE=0): passes if a shared workspace is the cause;
+- blocking: shared-capture under CUDA_LAUNCH_BLOCKING=1 (every launch waits for its work: no two cells' graphs
+  run at once, and a stall's stack names the launch that never ends);
+- no-validation, one-stream (every cell on the main stream), uncaptured, single (one captured cell): today's pack
+  less one thing each.
 
 A variant that does not finish within --limit seconds is stopped with SIGABRT (faulthandler writes its stacks to
-the log) and marked "stalled". Writes gpu_pack_probe.json (each variant: finished or stalled, its seconds per
-step) and gpu_pack_probe.log under --out.
+the log) and marked "stalled". Writes gpu_pack_probe.json (each variant: finished or stalled, the steps it made,
+its seconds per step) and gpu_pack_probe.log under --out.
 """
 
 from __future__ import annotations
@@ -37,13 +43,29 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-VARIANTS = {  # name: (cells, captured, side streams, validations first, CUDA_LAUNCH_BLOCKING)
-    "stalled": (3, True, True, True, False),
-    "blocking": (3, True, True, True, True),
-    "no-validation": (3, True, True, False, False),
-    "one-stream": (3, True, False, True, False),
-    "uncaptured": (3, False, True, True, False),
-    "single": (1, True, True, True, False),
+NO_WORKSPACE = {"CUBLAS_WORKSPACE_CONFIG": ":0:0", "CUBLASLT_WORKSPACE_SIZE": "0"}
+BLOCKING = {"CUDA_LAUNCH_BLOCKING": "1"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    cells: int = 3
+    captured: bool = True
+    side_streams: bool = True
+    validations: bool = True  # the step-0 validations side by side first
+    shared_capture: bool = False  # every graph on torch's default capture stream (the stalled run's capture)
+    env: tuple = ()  # (name, value) pairs for the variant's process
+
+
+VARIANTS = {
+    "pack": Variant(),
+    "shared-capture": Variant(shared_capture=True),
+    "shared-no-workspace": Variant(shared_capture=True, env=tuple(NO_WORKSPACE.items())),
+    "blocking": Variant(shared_capture=True, env=tuple(BLOCKING.items())),
+    "no-validation": Variant(validations=False),
+    "one-stream": Variant(side_streams=False),
+    "uncaptured": Variant(captured=False),
+    "single": Variant(cells=1),
 }
 LOG, REPORT = "gpu_pack_probe.log", "gpu_pack_probe.json"
 
@@ -52,28 +74,33 @@ def variant(name: str, device: str, quick: bool, steps: int, data_dir: str, log)
     """Runs variant `name` in this process; returns each step's seconds (batches, step and read-back)."""
     import torch
 
+    from relreason.train.cuda_graphs import CapturedStep
     from relreason.train.seed_group import SeedGroup, claimed_sessions, seed_configs
 
     sys.path.insert(0, str(ROOT / "scripts"))
     from gpu_cells import protocol_config
 
-    cells, captured, side_streams, validate, _ = VARIANTS[name]
+    v = VARIANTS[name]
+    cells, captured = v.cells, v.captured
+    if v.env:
+        log(f"{name}: its environment in effect: {all(os.environ.get(k) == x for k, x in v.env)}")
     sets = [f"data.data_dir={data_dir}", f"train.device={device}"]
     base = protocol_config("clrs30", "mpnn", "bfs", [*sets, "model.hidden=8"]) if quick else \
         protocol_config("ibarz2022", "triplet_gmpnn", "insertion_sort", sets)
     base = dataclasses.replace(base, train=dataclasses.replace(base.train, static_step=captured, cuda_graph=captured))
     if device != "cuda":
         SeedGroup.REPLAY = "eager"  # the recorded step re-run in place of the CUDA replay (the CPU suite's stand-in)
+    CapturedStep.SHARED_CAPTURE_STREAM = v.shared_capture
     times = []
     with tempfile.TemporaryDirectory() as d, \
             claimed_sessions(seed_configs(base, list(range(cells))), [Path(d) / f"c{i}" for i in range(cells)],
                              [False] * cells, None, log, None, None, "a probed pack") as (sessions, dd):
         group = SeedGroup(sessions, use_vmap=False, label=f"probe {name}", eval_threads=cells)
-        if not side_streams:
+        if not v.side_streams:
             group.streams, group.eval_streams = {}, {}
         for s in sessions:
             s.wl.stream_workers = 1
-        if validate:
+        if v.validations:
             group.side_by_side(sessions, lambda s: s.evaluate("val", "validation", draw=0))
             log(f"{name}: validations done")
         for s in sessions:
@@ -128,11 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as data:
         for name in names:
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-            if VARIANTS[name][4]:
-                env["CUDA_LAUNCH_BLOCKING"] = "1"
+            env.update(dict(VARIANTS[name].env))
             cmd = [sys.executable, str(Path(__file__).resolve()), "--out", str(out), "--device", args.device,
                    "--steps", str(args.steps), "--variant", name, "--data-dir", data, *(["--quick"] if args.quick else [])]
-            log(f"{name}: {VARIANTS[name]} (cells, captured, side streams, validations first, launch blocking)")
+            log(f"{name}: {VARIANTS[name]}")
             t0 = time.time()
             proc = subprocess.Popen(cmd, env=env)
             try:

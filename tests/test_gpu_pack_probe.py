@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -14,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def script():
     spec = importlib.util.spec_from_file_location("gpu_pack_probe", ROOT / "scripts" / "gpu_pack_probe.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up
     spec.loader.exec_module(module)
     return module
 
@@ -21,12 +23,13 @@ def script():
 def test_the_variants_run_each_in_its_process_and_report(tmp_path):
     probe = script()
     assert probe.main(["--out", str(tmp_path), "--device", "cpu", "--quick", "--steps", "2", "--limit", "300",
-                       "--variants", "stalled,one-stream"]) == 0
+                       "--variants", "shared-no-workspace,one-stream"]) == 0
     report = json.loads((tmp_path / "gpu_pack_probe.json").read_text())["variants"]
-    assert list(report) == ["stalled", "one-stream"]
+    assert list(report) == ["shared-no-workspace", "one-stream"]
     assert all(r["outcome"] == "finished" and r["steps"] == 2 and r["first_step_s"] > 0 for r in report.values())
     log = (tmp_path / "gpu_pack_probe.log").read_text()
-    assert "stalled: validations done" in log and "one-stream: step 1" in log
+    assert "shared-no-workspace: validations done" in log and "one-stream: step 1" in log
+    assert "shared-no-workspace: its environment in effect: True" in log  # CUBLAS_WORKSPACE_CONFIG=:0:0 reached it
 
 
 def test_a_variant_past_its_limit_is_stopped_and_the_next_still_runs(tmp_path):
@@ -39,5 +42,5 @@ def test_a_variant_past_its_limit_is_stopped_and_the_next_still_runs(tmp_path):
 
 
 def test_unknown_variants_are_refused(tmp_path, capfd):
-    assert script().main(["--out", str(tmp_path), "--variants", "stalled,fast"]) == 2
+    assert script().main(["--out", str(tmp_path), "--variants", "pack,fast"]) == 2
     assert "unknown variants ['fast']" in capfd.readouterr().err

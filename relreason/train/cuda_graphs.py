@@ -87,6 +87,12 @@ class CapturedStep:
     model's parameters, whose `.grad` each call sets. `grouped`: a seed group's step, called with the stacked
     batches and the members' noises (a list), `loss_fn` returning the (K,) losses."""
 
+    # True: every CapturedStep captures on torch's one default capture stream, as before 2026-11-28 (the probe's
+    # "shared-capture" variant, scripts/gpu_pack_probe.py). torch keys the cuBLAS workspaces by stream, so graphs
+    # captured on one stream bake in one workspace; replayed at once on a pack's side streams they would share it
+    # (the leading suspect for the H200 pack stall, docs/gpu.md).
+    SHARED_CAPTURE_STREAM = False
+
     def __init__(self, loss_fn: Callable, params: list[torch.nn.Parameter], device: torch.device,
                  replay: str = "cuda", grouped: bool = False):
         if replay not in ("cuda", "eager"):
@@ -94,6 +100,16 @@ class CapturedStep:
         self.loss_fn, self.params, self.device, self.replay = loss_fn, list(params), device, replay
         self.grouped = grouped
         self.graphs: dict[tuple, _Graph] = {}
+        self._stream = None  # this step's own capture stream (made at its first capture)
+
+    def capture_stream(self):
+        """The stream this step warms up and captures on: its own (its graphs' cuBLAS workspaces then are its own),
+        or None (torch's shared default) under SHARED_CAPTURE_STREAM."""
+        if self.SHARED_CAPTURE_STREAM:
+            return None
+        if self._stream is None:  # from torch's round-robin pool of 32: a pack of 8 holds 16 distinct streams
+            self._stream = torch.cuda.Stream(self.device)
+        return self._stream
 
     def __call__(self, batch, noise) -> torch.Tensor:
         """The loss of one step (a tensor on the device; (K,) grouped); the parameters' `.grad` hold its
@@ -142,7 +158,8 @@ class CapturedStep:
         # warm-up on a side stream (the CUDA graph recipe: lazy handles and autograd state are made outside
         # the capture), the first run recording the draws; the parameters' gradients are discarded
         torch.cuda.synchronize(self.device)  # nothing of earlier steps still runs on another stream
-        side = torch.cuda.Stream(self.device)
+        own = self.capture_stream()
+        side = own if own is not None else torch.cuda.Stream(self.device)
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(side):
             self._forward_backward(static, taped)
@@ -155,7 +172,7 @@ class CapturedStep:
             p.grad = None
         graph = torch.cuda.CUDAGraph()
         serve()
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, stream=own):
             loss, grads = self._forward_backward(static, taped)
 
         def replay():

@@ -178,3 +178,68 @@ def test_a_seed_group_on_the_cpu_refuses_cuda_graphs_in_one_line(tmp_path):
     r = runner.invoke(app, args)
     assert r.exit_code != 0 and "train.cuda_graph captures the training step on a CUDA device" in r.output, r.output
     assert "Traceback" not in r.output
+
+
+def test_each_captured_step_warms_up_and_captures_on_its_own_stream(monkeypatch):
+    """torch keys the cuBLAS workspaces by stream: graphs captured on its one default capture stream bake in one
+    workspace, which a pack's cells, replaying at once on their side streams, would share (the leading suspect
+    for the H200 pack stall, docs/gpu.md). Each CapturedStep warms up and captures on its own stream, the same
+    one for each of its graphs; SHARED_CAPTURE_STREAM restores torch's default (the probe's control). The CUDA
+    calls are stand-ins here: what is checked is which stream each capture is given."""
+    import contextlib
+
+    from relreason.train.cuda_graphs import CapturedStep
+
+    made, captured_on, warmed_on = [], [], []
+
+    class Stream:
+        def __init__(self, device=None, priority=0):
+            made.append(self)
+
+        def wait_stream(self, other):
+            pass
+
+    class Graph:
+        def replay(self):
+            pass
+
+    @contextlib.contextmanager
+    def graph(g, stream=None, **kwargs):
+        captured_on.append(stream)
+        yield
+
+    @contextlib.contextmanager
+    def on(stream):
+        warmed_on.append(stream)
+        yield
+    monkeypatch.setattr(torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: type("Main", (), {
+        "wait_stream": lambda self, other: None})())
+    monkeypatch.setattr(torch.cuda, "stream", on)
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", Graph)
+    monkeypatch.setattr(torch.cuda, "graph", graph)
+
+    cfg = ModelConfig(hidden=8)
+    batches = []
+    for size in (5, 6):  # two batch shapes: two graphs per step
+        ds = generate("bfs", num=4, size=size, seed=3)
+        spec = prepare_spec(ds.spec, cfg, "bfs")
+        batches.append(Batch.from_dataset(ds, cfg, spec, generator=Noise.whole(5, 4)))
+    torch.manual_seed(0)
+    net = build_model(spec, cfg, "mpnn")
+
+    def loss_fn(batch, noise):
+        out = net(batch, train=True, generator=noise, static=True)
+        return sum(v.float().mean() for v in out.outputs.values())
+    steps = [CapturedStep(loss_fn, list(net.parameters()), torch.device("cpu")) for _ in range(2)]
+    for step in steps:
+        for b in batches:
+            step(b, Noise.whole(7, 4))
+    own = [s.capture_stream() for s in steps]
+    assert own[0] is not own[1] and made == own  # one stream each, made once
+    assert captured_on == [own[0], own[0], own[1], own[1]] and warmed_on == captured_on
+    monkeypatch.setattr(CapturedStep, "SHARED_CAPTURE_STREAM", True)
+    shared = CapturedStep(loss_fn, list(net.parameters()), torch.device("cpu"))
+    shared(batches[0], Noise.whole(7, 4))
+    assert captured_on[-1] is None and shared.capture_stream() is None
