@@ -85,7 +85,7 @@ def run_study(study: Study, options: SweepOptions = SweepOptions(), log: Callabl
     (its run directory under `out` is left as it is), and its record is read from there.
 
     `options.pack` (auto | on | off, relreason.studies.training.pack_size): the cells train in packs of cells of
-    any column and task, one process each (relreason.train.pack), instead of seed groups; auto packs on CUDA.
+    any column and task, one process each (relreason.train.pack), instead of seed groups; auto packs nowhere yet.
 
     A column that reads a NAR the study pre-trains (`Variant.nar`, TransNAR) has its NAR cells (one per
     algorithm and seed, relreason.studies.cells.nar_cells) trained first, by the same rules; its own cells
