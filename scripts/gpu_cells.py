@@ -1,7 +1,7 @@
 """Minutes of GPU turned into finished cells (scripts/gpu_cells.sh runs it; issue 38): the next unfinished cells
 of results/plan.txt trained one at a time, or in packs of --pack-size (relreason.train.pack: each cell its own
-run, their captured steps on separate CUDA streams; a pack stalled on the H200, docs/gpu.md) for at most --minutes, every unfinished cell then parked so that the next GPU run or a
-CPU lane resumes it, and what the repository commits written as at most 8 files of at most 16 MB under --out.
+run, their captured steps on separate CUDA streams; a pack stalled on the H200, docs/gpu.md) for at most
+--minutes, every unfinished cell then parked so that the next GPU run or a CPU lane resumes it, and what the repository commits written as at most 8 files of at most 16 MB under --out.
 Needs only PyTorch and the checkout (PYTHONPATH=.), no network.
 
     PYTHONPATH=. python scripts/gpu_cells.py --out /tmp/gc --minutes 8             # on a CUDA machine
@@ -564,8 +564,8 @@ def same_options(argv: list[str], extra: list[str], rung: list[str]) -> bool:
 def watch(args, argv: list[str], out: Path) -> int:
     """Trains in a child process (`--in-process`) and waits --minutes + --grace for it; this process touches the
     device only after its child is gone, when a salvage tests a finished cell's checkpoints that the child had not
-    yet staged (relreason.studies.results' model selection: 33 s for one Triplet-GMPNN cell on the H200). A child still running then, or one that changed nothing under its work directory (its
-    cells' validations and checkpoints, its data, its log lines' heartbeat) for --stall seconds, is stuck where
+    yet staged (relreason.studies.results' model selection: 33 s for one Triplet-GMPNN cell on the H200). A child
+    still running then, or one that changed nothing under its work directory (its cells' validations and checkpoints, its data, its log lines' heartbeat) for --stall seconds, is stuck where
     its own deadline cannot reach it: the first GPU run (2026-11-28, an H200) printed nothing after its first
     pack started, its deadline's signal never handled, as when a device call holds the interpreter's lock. It
     gets SIGABRT, on which faulthandler writes every thread's stack to the log. A stalled child is followed by the
@@ -734,7 +734,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Error: {out} is not empty\nHint: give an empty or new directory", file=sys.stderr)
         return 2
     if not args.in_process:
-        return watch(args, list(sys.argv[1:] if argv is None else argv), out)
+        given = list(sys.argv[1:] if argv is None else argv)
+        for rung in fallbacks(args):  # a rung that does not parse fails now, not after a stall
+            try:
+                parser().parse_args([*given, *rung])
+            except SystemExit:
+                print(f"Error: --fallback {shlex.join(rung)!r} is not options of this script\nHint: e.g. --fallback "
+                      f"'--pack-size 1' (see --help)", file=sys.stderr)
+                return 2
+        return watch(args, given, out)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a SIGABRT from the watcher: stacks, not a GPU process's core
     import torch  # after the cheap checks: a mistyped command fails at once
 

@@ -154,10 +154,11 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     with tempfile.TemporaryDirectory() as data:
         for name in names:
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-            env.update(dict(VARIANTS[name].env))
+            path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+            env = {**os.environ, "PYTHONPATH": path, **dict(VARIANTS[name].env)}
             cmd = [sys.executable, str(Path(__file__).resolve()), "--out", str(out), "--device", args.device,
-                   "--steps", str(args.steps), "--variant", name, "--data-dir", data, *(["--quick"] if args.quick else [])]
+                   "--steps", str(args.steps), "--variant", name, "--data-dir", data,
+                   *(["--quick"] if args.quick else [])]
             log(f"{name}: {VARIANTS[name]}")
             t0 = time.time()
             proc = subprocess.Popen(cmd, env=env)

@@ -164,7 +164,9 @@ def test_a_stalled_training_process_is_followed_by_the_next_fallback_on_the_same
         children.append(argv)
         return [sys.executable, "-c", HANG, str(out / "gpu_cells.log")] if len(children) == 1 else real(argv)
     monkeypatch.setattr(gc, "child_command", child)
-    assert gc.main(args(out, results, "--work", str(work), "--stall", "1", "--fallback", "--pack-size 2",
+    # --stall 12: the stuck child is stopped at the third 5-s look; the next one, importing torch on a loaded
+    # machine, has that long to log its first line
+    assert gc.main(args(out, results, "--work", str(work), "--stall", "12", "--fallback", "--pack-size 2",
                         "--fallback", "--pack-size 1 --cores 1", watched=True)) == 0  # the first rung: no change
     given = children[0][:-5]  # the command's own options, then --minutes M --in-process --work W
     assert len(children) == 2 and children[1] == [*given, "--pack-size", "1", "--cores", "1", "--minutes",
@@ -181,6 +183,18 @@ def test_a_stalled_training_process_is_followed_by_the_next_fallback_on_the_same
     assert "restored parked" not in log  # resumed from the work directory's checkpoints, not started over
     assert log.count("resumed ") == len(CELLS)
     assert "Stalled first" in (out / "gpu_cells.md").read_text()
+
+
+def test_a_fallback_that_is_not_options_of_the_script_is_refused_at_once(tmp_path, capfd):
+    """A rung is parsed when the command starts, not first when a stall calls on it, minutes later."""
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "plan.txt").write_text(PLAN)
+    assert script().main(args(tmp_path / "out", results, "--fallback", "--pack-size 1",
+                              "--fallback", "--bogus 1", watched=True)) == 2
+    err = capfd.readouterr().err
+    assert "Error: --fallback '--bogus 1' is not options of this script" in err
+    assert not (tmp_path / "out" / "gpu_cells.log").exists()  # nothing started
 
 
 def test_the_fallback_ladder(tmp_path):
@@ -200,24 +214,34 @@ def test_the_fallback_ladder(tmp_path):
 def test_a_deadline_that_passes_while_a_pack_is_set_up_still_stops_it(tmp_path, monkeypatch):
     """The deadline's signal can arrive before a pack's stop handler is installed (its data and models being
     made); it is sent again until the training stops, so the pack stops after a step and parks its cells rather
-    than training on to its end."""
+    than training on to its end. The deadline fires at a chosen point (in the pack's set-up), not by the clock."""
+    import threading
     import time
 
     from relreason.studies import training
 
     gc = script()
     monkeypatch.setattr(gc, "RESEND_SECONDS", 0.2)
+    fire = threading.Event()
+
+    class Deadline(gc.Deadline):  # its minutes pass when `fire` is set, not by the clock
+        def _signal(self, seconds):
+            fire.wait()
+            super()._signal(0.0)
+
     original = training.train_group
 
     def late(*a, **k):
-        time.sleep(2.5)  # the deadline (--minutes 0.02: 1.2 s) passes here, before the pack's own handler
+        fire.set()
+        time.sleep(1.0)  # the first signal arrives here, before the pack's own handler
         return original(*a, **k)
 
+    monkeypatch.setattr(gc, "Deadline", Deadline)
     monkeypatch.setattr(training, "train_group", late)
     results = tmp_path / "results"
     results.mkdir()
     (results / "plan.txt").write_text(PLAN)
-    more = ["--set", "train.train_examples=8000", "--minutes", "0.02", "--dump-every", "1"]  # 2,000 steps
+    more = ["--set", "train.train_examples=8000", "--dump-every", "1"]  # 2,000 steps
     assert gc.main(args(tmp_path / "out", results, *more)) == 0
     report = within_limits(tmp_path / "out")
     assert report["cells"] == {c: "interrupted" for c in CELLS} and len(report["parked"]) == 2
@@ -307,8 +331,9 @@ def test_the_committed_plan_plans_for_a_gpu_run(tmp_path):
     tables too: no graph-only key set on them) and each is captured where it can be (a text model is not, and
     says so, never crashes on graph-only settings)."""
     gc = script()
-    work = tmp_path / "work"
-    cells = gc.next_cells(ROOT / "results" / "plan.txt", ROOT / "results", work, ["train.device=cuda"],
+    work, committed = tmp_path / "work", tmp_path / "results"  # none committed: every line plans all its cells
+    committed.mkdir()
+    cells = gc.next_cells(ROOT / "results" / "plan.txt", committed, work, ["train.device=cuda"],
                           lambda m: None, str(work / "data"))
     assert cells
     captured = gc.captured(cells, lambda m: None)
