@@ -689,7 +689,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--work", default=None, help="where the cells train (default: a temporary directory)")
     p.add_argument("--data-dir", default=None, help="the cells' datasets (default: generated under the work directory)")
     p.add_argument("--pack-size", type=int, default=1,
-                   help="cells per pack (default 1: on an H200 a pack of 3 captured cells stalled at its first step's "
+                   help="cells per pack (default 1: on an H200 a pack of 3 captured cells stalled in a step's "
                         "read-back, 2026-11-28, docs/gpu.md; one cell at a time trained)")
     p.add_argument("--eval-threads", type=int, default=None,
                    help="cells of a pack that validate side by side (default: all on CUDA; 1: one after another)")

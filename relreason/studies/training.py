@@ -132,7 +132,7 @@ PACK_CHOICES = ("auto", "on", "off")
 def pack_size(pack: str, cells: list) -> int:
     """`--pack`: the cells per pack (0: no packing). on packs anywhere; auto does not pack, on any device: on the
     CPU a pack changes nothing, and on an H200 (2026-11-28, results/gpu/gpu_cells_third_try.log) a pack of three
-    captured cells stalled at its first step's read-back while one captured cell at a time trained (docs/gpu.md),
+    captured cells stalled in a step's read-back while one captured cell at a time trained (docs/gpu.md),
     so auto keeps the path that ran until a GPU run shows why."""
     if pack not in PACK_CHOICES:
         raise RelreasonError(f"--pack {pack!r} is not one of {', '.join(PACK_CHOICES)}", "e.g. --pack auto")

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -92,6 +93,8 @@ class CapturedStep:
     # captured on one stream bake in one workspace; replayed at once on a pack's side streams they would share it
     # (the leading suspect for the H200 pack stall, docs/gpu.md).
     SHARED_CAPTURE_STREAM = False
+    SHARED_CAPTURE_ENV = "RELREASON_SHARED_CAPTURE_STREAM"  # "1": the same, for a GPU command (an escape hatch
+    # while capturing on a step's own stream is unmeasured on a GPU)
 
     def __init__(self, loss_fn: Callable, params: list[torch.nn.Parameter], device: torch.device,
                  replay: str = "cuda", grouped: bool = False):
@@ -105,7 +108,7 @@ class CapturedStep:
     def capture_stream(self):
         """The stream this step warms up and captures on: its own (its graphs' cuBLAS workspaces then are its own),
         or None (torch's shared default) under SHARED_CAPTURE_STREAM."""
-        if self.SHARED_CAPTURE_STREAM:
+        if self.SHARED_CAPTURE_STREAM or os.environ.get(self.SHARED_CAPTURE_ENV) == "1":
             return None
         if self._stream is None:  # from torch's round-robin pool of 32: a pack of 8 holds 16 distinct streams
             self._stream = torch.cuda.Stream(self.device)

@@ -239,7 +239,10 @@ def test_each_captured_step_warms_up_and_captures_on_its_own_stream(monkeypatch)
     own = [s.capture_stream() for s in steps]
     assert own[0] is not own[1] and made == own  # one stream each, made once
     assert captured_on == [own[0], own[0], own[1], own[1]] and warmed_on == captured_on
-    monkeypatch.setattr(CapturedStep, "SHARED_CAPTURE_STREAM", True)
+    monkeypatch.setenv(CapturedStep.SHARED_CAPTURE_ENV, "1")  # a GPU command's escape hatch
     shared = CapturedStep(loss_fn, list(net.parameters()), torch.device("cpu"))
     shared(batches[0], Noise.whole(7, 4))
     assert captured_on[-1] is None and shared.capture_stream() is None
+    monkeypatch.delenv(CapturedStep.SHARED_CAPTURE_ENV)
+    monkeypatch.setattr(CapturedStep, "SHARED_CAPTURE_STREAM", True)  # the probe's control
+    assert CapturedStep(loss_fn, list(net.parameters()), torch.device("cpu")).capture_stream() is None
