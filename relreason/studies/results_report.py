@@ -137,9 +137,10 @@ def table_result(study: Study, files: list[tuple[tuple, RunResults]]) -> dict | 
 
 
 def remake_models(study: Study, variant) -> str:
-    """What `reproduce --models` names to re-make `variant`'s cells alone: its model, or its column's label (quoted)
-    where another column of the study has the same model (TransNAR's study: transnar with and without its NAR;
-    relreason.studies.cells.picks reads both)."""
+    """What `reproduce --models` names to re-make `variant`'s cells: its model, or its column's label (quoted)
+    where another column of the study has the same model (relreason.studies.cells.picks reads both). TransNAR's
+    study: `--models 'text transformer'` selects that column alone; the TransNAR column's label is its model's
+    name, so its command re-makes both columns' cells of that task and seed."""
     if sum(v.model == variant.model for v in study.variants) > 1:
         return shlex.quote(variant.label)
     return variant.model
