@@ -535,6 +535,22 @@ def child_command(argv: list[str]) -> list[str]:
     return [sys.executable, str(Path(__file__).resolve()), *argv]
 
 
+def checkout_env() -> dict:
+    """This process's environment with the checkout first on PYTHONPATH: a child process's (the training, a probe)."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+
+
+def abort(proc: subprocess.Popen) -> None:
+    """Stops a stuck child with SIGABRT (faulthandler, enabled there, writes its threads' stacks), killing it
+    where it has not exited within ABORT_WAIT."""
+    proc.send_signal(signal.SIGABRT)
+    try:
+        proc.wait(timeout=ABORT_WAIT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def last_change(work: Path) -> float:
     """The latest modification time of anything under `work` (0 when it does not exist yet)."""
     latest = 0.0
@@ -579,8 +595,7 @@ def watch(args, argv: list[str], out: Path) -> int:
     work = Path(args.work) if args.work else Path(tmp) / "work"
     limit = args.minutes * 60 + args.grace
     t0 = time.time()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-           COMMAND_ENV: command()}
+    env = {**checkout_env(), COMMAND_ENV: command()}
     ladder, extra, attempts = fallbacks(args), [], []
     proc = None
     forward = {s: signal.signal(s, lambda signum, frame: proc and proc.send_signal(signum))
@@ -612,12 +627,7 @@ def watch(args, argv: list[str], out: Path) -> int:
             if code is None:
                 why += f" (its threads' stacks are in {LOG})"
                 log(f"{why}: stopping it with SIGABRT; its threads' stacks follow (faulthandler)")
-                proc.send_signal(signal.SIGABRT)
-                try:
-                    proc.wait(timeout=ABORT_WAIT)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+                abort(proc)
             if code is not None and ((out / REPORT).is_file() or not (work / CELLS_FILE).is_file()):
                 # its report, or it stopped before it took on any cell (its error says why)
                 return code if (out / REPORT).is_file() else code or 1

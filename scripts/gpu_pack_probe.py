@@ -35,7 +35,6 @@ import dataclasses
 import faulthandler
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -77,8 +76,7 @@ def variant(name: str, device: str, quick: bool, steps: int, data_dir: str, log)
     from relreason.train.cuda_graphs import CapturedStep
     from relreason.train.seed_group import SeedGroup, claimed_sessions, seed_configs
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from gpu_cells import protocol_config
+    from gpu_cells import protocol_config  # scripts/ is on the path (main)
 
     v = VARIANTS[name]
     cells, captured = v.cells, v.captured
@@ -138,24 +136,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Error: unknown variants {unknown} (known: {', '.join(VARIANTS)}), or --steps < 1 or --limit <= 0",
               file=sys.stderr)
         return 2
-    logfile = open(out / LOG, "a")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from gpu_cells import Log, abort, checkout_env
 
-    def log(message: str) -> None:
-        line = f"[{time.strftime('%H:%M:%S')}] {message}"
-        print(line, file=sys.stderr, flush=True)
-        logfile.write(line + "\n")
-        logfile.flush()
-
+    log = Log(out / LOG)
     if args.variant:  # the child: one variant, its stacks to the log on the parent's SIGABRT
-        faulthandler.enable(logfile, all_threads=True)
+        faulthandler.enable(log.file, all_threads=True)
         times = variant(args.variant, args.device, args.quick, args.steps, args.data_dir, log)
         (out / f".{args.variant}.json").write_text(json.dumps(times))
         return 0
     results = {}
     with tempfile.TemporaryDirectory() as data:
         for name in names:
-            path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-            env = {**os.environ, "PYTHONPATH": path, **dict(VARIANTS[name].env)}
+            env = {**checkout_env(), **dict(VARIANTS[name].env)}
             cmd = [sys.executable, str(Path(__file__).resolve()), "--out", str(out), "--device", args.device,
                    "--steps", str(args.steps), "--variant", name, "--data-dir", data,
                    *(["--quick"] if args.quick else [])]
@@ -166,12 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                 code = proc.wait(timeout=args.limit)
             except subprocess.TimeoutExpired:
                 log(f"{name}: stalled after {args.limit:g} s; stopping it with SIGABRT (its stacks follow)")
-                proc.send_signal(signal.SIGABRT)
-                try:
-                    proc.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+                abort(proc)
                 code = None
             done = out / f".{name}.json"
             times = json.loads(done.read_text()) if done.is_file() else []
