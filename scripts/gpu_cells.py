@@ -241,8 +241,11 @@ def train_packs(cells: list, pack_size: int, deadline: Deadline, log, eval_threa
     """Trains `cells` in packs of `pack_size` until they are done or the deadline passes; returns each cell's
     status (relreason.studies.training.train_group's) and the packs' PackResults. A pack that fails is recorded
     in `failures` and tried once more from its cells' checkpoints with its validations one after another
-    (eval_threads 1: the older path), and so are the packs after it; a second failure marks its cells failed.
-    The GPU time is not lost to one broken path, and the report says what broke."""
+    (eval_threads 1: the older path), and so are the packs after it. A pack of several cells that fails again
+    is split: its cells, and every cell after them, train one at a time (the watcher's first --fallback rung,
+    taken in this process, since an exception is not a stall and the watcher never sees it); a single cell
+    that fails twice is marked failed. The GPU time is not lost to one broken path, and the report says what
+    broke."""
     from relreason.studies.cells import cell_label, cell_state
     from relreason.studies.training import train_group
 
@@ -250,7 +253,11 @@ def train_packs(cells: list, pack_size: int, deadline: Deadline, log, eval_threa
     failures = [] if failures is None else failures
     nars = {c.nar.directory for c in cells if c.nar is not None}
     ready, waiting = [c for c in cells if c.directory in nars], [c for c in cells if c.directory not in nars]
-    groups = [ready[i:i + pack_size] for i in range(0, len(ready), pack_size)]  # the NARs first, packed apart
+
+    def split(todo: list) -> list:
+        return [todo[i:i + pack_size] for i in range(0, len(todo), pack_size)]
+
+    groups = split(ready)  # the NARs first, packed apart
     while groups or waiting:
         if deadline.left() <= 0:
             break
@@ -259,7 +266,7 @@ def train_packs(cells: list, pack_size: int, deadline: Deadline, log, eval_threa
             for c in waiting:
                 if c not in ready:
                     status[c.directory] = "not started: its NAR cell did not finish"
-            waiting, groups = [], [ready[i:i + pack_size] for i in range(0, len(ready), pack_size)]
+            waiting, groups = [], split(ready)
             continue
         group = groups.pop(0)
         log(f"pack of {len(group)}: " + "; ".join(cell_label(c) for c in group))
@@ -271,10 +278,15 @@ def train_packs(cells: list, pack_size: int, deadline: Deadline, log, eval_threa
             except Exception as exc:  # recorded, not hidden: the report lists it and the script exits 1
                 traceback.print_exc()
                 failures.append({"cells": [cell_label(c) for c in group], "eval_threads": eval_threads,
-                                 "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+                                 "pack_size": len(group), "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
                 log(f"the pack failed ({failures[-1]['error']})"
-                    + ("; again with its validations one after another" if attempt == 1 else ""))
+                    + ("; again with its validations one after another" if attempt == 1 else "")
+                    + ("; then its cells and the rest one at a time" if attempt == 2 and len(group) > 1 else ""))
                 got, eval_threads = ["failed"] * len(group), 1
+        if "failed" in got and len(group) > 1:  # the second failure of a pack: one cell at a time from now on
+            pack_size = 1
+            groups = split([*group, *(c for g in groups for c in g)])
+            continue
         for c, s in zip(group, got):
             status[c.directory] = s
         if "interrupted" in status.values():
@@ -498,7 +510,8 @@ def summary(report: dict) -> str:
                          f"{_num(r.get('val_side_by_side'), 1)} |")
         lines.append("")
     for f in report.get("failures") or []:
-        lines += [f"A pack failed (eval_threads {f['eval_threads']}): {f['error']}; cells: {', '.join(f['cells'])}", ""]
+        lines += [f"A pack failed ({f['pack_size']} cells, eval_threads {f['eval_threads']}): "
+                  f"{f['error']}; cells: {', '.join(f['cells'])}", ""]
     lines += ["| cell | status |", "|---|---|"] + [f"| {k} | {v} |" for k, v in report["cells"].items()]
     if report["obsolete_parked"]:
         lines += ["", "Finished since they were parked (delete from results/parked): "

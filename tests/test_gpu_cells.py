@@ -264,11 +264,8 @@ def test_the_cores_the_data_streams_share_reach_the_pack(tmp_path, monkeypatch):
     assert shares == [7] and within_limits(tmp_path / "out")["cores"] == 7
 
 
-def test_a_pack_that_fails_is_recorded_and_trained_again_with_its_validations_one_after_another(tmp_path,
-                                                                                                   monkeypatch):
-    """A GPU run must not lose its minutes to one broken path: here validating side by side fails (as it might on
-    a device it never ran on); the pack is tried again from its cells' checkpoints with one validation after
-    another, both cells finish, and the report and the exit status say what broke."""
+def break_side_by_side(monkeypatch) -> None:
+    """Validating side by side fails (as it might on a device it never ran on)."""
     from relreason.train.seed_group import SeedGroup
 
     side_by_side = SeedGroup.side_by_side
@@ -279,15 +276,41 @@ def test_a_pack_that_fails_is_recorded_and_trained_again_with_its_validations_on
         return side_by_side(self, members, work)
 
     monkeypatch.setattr(SeedGroup, "side_by_side", broken)
+
+
+def break_packs(monkeypatch) -> None:
+    """Any pack of several cells fails, however it validates."""
+    from relreason.studies import training
+
+    train_group = training.train_group
+
+    def broken(cells, *a, **kw):
+        if len(cells) > 1:
+            raise RuntimeError("packs broke")
+        return train_group(cells, *a, **kw)
+
+    monkeypatch.setattr(training, "train_group", broken)
+
+
+@pytest.mark.parametrize("breaking, failed", [
+    (break_side_by_side, [(2, 2, "RuntimeError: side by side broke")]),
+    (break_packs, [(2, 2, "RuntimeError: packs broke"), (2, 1, "RuntimeError: packs broke")]),
+], ids=["validating side by side", "every pack"])
+def test_a_pack_that_fails_is_trained_again_one_path_down_and_its_cells_finish(tmp_path, monkeypatch, breaking,
+                                                                               failed):
+    """A GPU run must not lose its minutes to one broken path. A pack that fails is tried again from its cells'
+    checkpoints with one validation after another; a pack that fails again is split, and its cells train one at
+    a time (an exception is not a stall, so the watcher's ladder never sees it). Both cells finish either way,
+    and the report and the exit status say what broke."""
+    breaking(monkeypatch)
     results = tmp_path / "results"
     results.mkdir()
     (results / "plan.txt").write_text(PLAN)
     assert script().main(args(tmp_path / "out", results, "--eval-threads", "2")) == 1
     report = within_limits(tmp_path / "out")
-    assert [(f["eval_threads"], f["error"]) for f in report["failures"]] == [(2, "RuntimeError: side by side broke")]
+    assert [(f["pack_size"], f["eval_threads"], f["error"]) for f in report["failures"]] == failed
     assert report["cells"] == {c: "trained" for c in CELLS} and report["finished"] == [f"{c}.json" for c in CELLS]
-    assert "A pack failed (eval_threads 2): RuntimeError: side by side broke" in \
-        (tmp_path / "out" / "gpu_cells.md").read_text()
+    assert f"A pack failed (2 cells, eval_threads 2): {failed[0][2]}" in (tmp_path / "out" / "gpu_cells.md").read_text()
 
 
 def test_a_transnar_cell_trains_after_its_nar_cell_and_a_committed_nar_record_stays(tmp_path):
