@@ -272,8 +272,8 @@ def train_packs(cells: list, pack_size: int, deadline: Deadline, log, eval_threa
         log(f"pack of {len(group)}: " + "; ".join(cell_label(c) for c in group))
         for attempt in (1, 2):
             try:
-                got = train_group(group, show_progress=False, log=log, pack=True, packs=packs,
-                                  eval_threads=eval_threads, cores=cores)
+                got = train_group(group, show_progress=False, log=log, command=command(), pack=True, packs=packs,
+                                  eval_threads=eval_threads, cores=cores)  # the cells' runs record this command
                 break
             except Exception as exc:  # recorded, not hidden: the report lists it and the script exits 1
                 traceback.print_exc()

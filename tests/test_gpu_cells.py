@@ -87,6 +87,7 @@ def test_a_stopped_pack_parks_its_cells_and_the_next_run_finishes_them(tmp_path,
     for c in CELLS:
         res = json.loads((results / "cells" / f"{c}.json").read_text())
         assert res["examples"] == 32 and res["steps"] == 8  # resumed at step 3, not started over
+        assert res["command"] == report["command"]  # the command that ran its last session, as RESULTS.md says
         curve = json.loads((results / "curves" / f"{c}.json").read_text())
         assert [v["examples"] for v in curve["validations"]] == [0, 16, 32]
 

@@ -16,14 +16,15 @@ from relreason.studies.results_report import write_report
 from relreason.studies.tables import TABLES
 
 
-def _finish(cell, score: float, seconds: float = 3600.0, threads: int = 1) -> None:
-    """A finished cell as `train` leaves it: results.json with the resolved config, hardware and time."""
+def _finish(cell, score: float, seconds: float = 3600.0, threads: int = 1, command: str | None = "") -> None:
+    """A finished cell as `train` leaves it: results.json with the resolved config, hardware and time (and the
+    command that ran it: "" for a `reproduce` command of its task, None where none was recorded)."""
     cfg = cell.config.to_dict()
     cfg["train"]["threads"] = threads
     cell.run_dir.mkdir(parents=True)
     (cell.run_dir / "results.json").write_text(results_json(
         cfg, score, seconds=seconds, best_val=0.99, hardware=["Test CPU (2 cores), 1 torch thread, cpu"],
-        command=f"relreason reproduce ibarz2022 --tasks {cell.task}"))
+        command=f"relreason reproduce ibarz2022 --tasks {cell.task}" if command == "" else command))
 
 
 def _start(cell) -> None:
@@ -85,6 +86,17 @@ def test_results_command_writes_the_report(tmp_path):
     res = CliRunner().invoke(app, ["results", "--no-collect", "--results", str(tmp_path / "res"), "--md",
                                    str(tmp_path / "R.md"), "--margin", "2.5"])
     assert res.exit_code == 0 and "Verdict margin: ±2.5 percentage points." in (tmp_path / "R.md").read_text()
+
+
+def test_a_cell_whose_command_was_not_recorded_says_so(tmp_path):
+    """A cell trained by the Python API (or a script that did not pass its command on) names no command: its
+    row says "not recorded", never a made-up one."""
+    (cell,) = plan_cells(TABLES.get("ibarz2022"), ["bfs"], (0,), None, tmp_path / "rep", [])
+    _finish(cell, 0.99, command=None)
+    res = CliRunner().invoke(app, ["results", "--from", str(tmp_path / "rep"), "--results", str(tmp_path / "res"),
+                                   "--md", str(tmp_path / "R.md")])
+    assert res.exit_code == 0, res.output
+    assert "--seeds 1 --set train.threads=1` | not recorded | " in (tmp_path / "R.md").read_text()
 
 
 @pytest.mark.parametrize("margin", ["-1", "0", "nan", "inf"])
