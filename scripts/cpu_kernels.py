@@ -4,8 +4,10 @@ A diagnostic behind `reproduce --verify`'s handling of CPU kernels (docs/reprodu
 Each setting trains the same config (a table's cell, its paper recipe, `--examples` training examples, one
 torch thread) in a child process (`python -m relreason.studies.retrain`) with the environment the setting
 names: this machine's own kernels, torch's ATen kernels lowered (ATEN_CPU_CAPABILITY), MKL's lowered
-(MKL_ENABLE_INSTRUCTIONS), both. Prints, per setting, the kernels the run recorded, its last training loss
-in full precision, its validation score and a digest of its final weights: equal digests, equal trajectories.
+(MKL_ENABLE_INSTRUCTIONS), both. Prints, per setting, the kernels the run recorded, its first validation
+(the initial model: where kernels part before any update, the answers of the untrained model differ), its last
+training loss in full precision, its validation score and a digest of its final weights: equal digests, equal
+trajectories.
 
     python scripts/cpu_kernels.py --model triplet_gmpnn --task binary_search --examples 640
 
@@ -84,9 +86,11 @@ def main() -> None:
             run = Path(tmp) / name
             results = read_object(run / "results.json")
             losses = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-            last = [r for r in losses if r.get("event") == "val"][-1]
+            vals = [r for r in losses if r.get("event") == "val"]
+            first, last = vals[0], vals[-1]
             kernels = results["hardware"][0].split(", cpu, ")[1].split(" kernels")[0]
-            print(f"{name:34s} kernels {kernels:8s} loss {last['loss']!r:22s} validation {last['score']!r:22s} "
+            print(f"{name:34s} kernels {kernels:8s} validation at {first['examples']:,} examples "
+                  f"{first['score']!r:22s} loss {last['loss']!r:22s} validation {last['score']!r:22s} "
                   f"weights {weights_digest(run)}")
 
 
