@@ -283,12 +283,12 @@ def train_packs(cells: list, pack_size: int, deadline: Deadline, log, eval_threa
                     + ("; again with its validations one after another" if attempt == 1 else "")
                     + ("; then its cells and the rest one at a time" if attempt == 2 and len(group) > 1 else ""))
                 got, eval_threads = ["failed"] * len(group), 1
+        for c, s in zip(group, got):  # "failed" until trained alone: a deadline before then still parks them
+            status[c.directory] = s
         if "failed" in got and len(group) > 1:  # the second failure of a pack: one cell at a time from now on
             pack_size = 1
             groups = split([*group, *(c for g in groups for c in g)])
             continue
-        for c, s in zip(group, got):
-            status[c.directory] = s
         if "interrupted" in status.values():
             break
     return status, packs

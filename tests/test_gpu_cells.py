@@ -279,18 +279,21 @@ def break_side_by_side(monkeypatch) -> None:
     monkeypatch.setattr(SeedGroup, "side_by_side", broken)
 
 
-def break_packs(monkeypatch) -> None:
-    """Any pack of several cells fails, however it validates."""
-    from relreason.studies import training
+def break_packs(monkeypatch, then=lambda failures: None) -> None:
+    """Any pack of several cells fails at its first training step, however it validates; `then(failures so
+    far)` runs at each failure."""
+    from relreason.train.seed_group import SeedGroup
 
-    train_group = training.train_group
+    step, failures = SeedGroup.step, []
 
-    def broken(cells, *a, **kw):
-        if len(cells) > 1:
+    def broken(self, members, *a, **kw):
+        if len(members) > 1:
+            failures.append(len(members))
+            then(failures)
             raise RuntimeError("packs broke")
-        return train_group(cells, *a, **kw)
+        return step(self, members, *a, **kw)
 
-    monkeypatch.setattr(training, "train_group", broken)
+    monkeypatch.setattr(SeedGroup, "step", broken)
 
 
 @pytest.mark.parametrize("breaking, failed", [
@@ -312,6 +315,25 @@ def test_a_pack_that_fails_is_trained_again_one_path_down_and_its_cells_finish(t
     assert [(f["pack_size"], f["eval_threads"], f["error"]) for f in report["failures"]] == failed
     assert report["cells"] == {c: "trained" for c in CELLS} and report["finished"] == [f"{c}.json" for c in CELLS]
     assert f"A pack failed (2 cells, eval_threads 2): {failed[0][2]}" in (tmp_path / "out" / "gpu_cells.md").read_text()
+
+
+def test_a_split_pack_whose_deadline_passes_before_its_cells_train_alone_reports_them(tmp_path, monkeypatch):
+    """The deadline passes between a pack's second failure and its cells' turns alone: they stay in the report
+    (failed, their checkpoints parked where they have any), never dropped from it."""
+    gc = script()
+
+    def deadline_at_the_second(failures):
+        if len(failures) == 2:
+            monkeypatch.setattr(gc.Deadline, "left", lambda self: 0.0)
+
+    break_packs(monkeypatch, deadline_at_the_second)
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "plan.txt").write_text(PLAN)
+    assert gc.main(args(tmp_path / "out", results)) == 1
+    report = within_limits(tmp_path / "out")
+    assert report["cells"] == {c: "failed" for c in CELLS} and len(report["failures"]) == 2
+    assert report["parked"] == [c.replace("/", "~") + ".tar" for c in CELLS]  # their step-0 checkpoints
 
 
 def test_a_transnar_cell_trains_after_its_nar_cell_and_a_committed_nar_record_stays(tmp_path):
