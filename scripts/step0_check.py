@@ -23,8 +23,9 @@ step-0 validation 0.0703125 on the CPU, where the H200's run recorded 0.078125 (
 answers). Weights changed by 1e-6 and 1e-5 moved no draw's score; 1e-4 one draw of 4 (+0.20); 1e-3 three
 (+0.10 each); 1e-2 all four (-0.10 to +0.78). A weight change stands in for rounding, it is not the same
 thing; but one a hundred times float32's rounding step moved nothing, so the H200's step-0 difference is
-unlikely to be rounding alone: it computed something else, or scored other samples, or started from other
-weights. The digests and the parting modules, run on a GPU, tell which.
+unlikely to be rounding alone. Run under torch 2.11.0 (the GPU image's release; a scratch virtualenv on this
+CPU) it printed the H200's 0.078125 exactly, data cada720dbb71886d as under 2.13.0 and weights dbbb896516bbda59
+where 2.13.0 gives 4731761cfdd15eab: the two releases draw other initial weights from one seed.
 """
 
 from __future__ import annotations

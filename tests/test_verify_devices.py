@@ -22,7 +22,7 @@ from relreason.config import build_config
 from relreason.errors import RelreasonError
 from relreason.runtime import KERNEL_LEVELS, cpu_kernels, hardware, kernels_environment, kernels_hint
 from relreason.studies.results import (CROSS_DEVICE_LOSS_RTOL, CROSS_DEVICE_SCORE_ATOL, device_kind, first_kernels,
-                                       validation_curve, verify_cell, verify_device)
+                                       first_torch, validation_curve, verify_cell, verify_device)
 from relreason.studies import results
 from relreason.studies.retrain import retrain
 from relreason.studies.results_report import verification
@@ -34,6 +34,9 @@ def test_the_device_kind_is_read_from_the_hardware_record():
                         "NVIDIA H100 80GB HBM3, cuda:0, torch 2.11.0"]) == "cuda"
     assert device_kind(["AMD EPYC (16 cores), 16 torch threads, cpu, torch 2.11.0"]) == "cpu"
     assert device_kind([]) == "cpu"
+    assert first_torch(["AMD EPYC (2 cores), 1 torch thread, cpu, AVX2 kernels, torch 2.13.0+cpu",
+                        "NVIDIA H200, cuda, torch 2.11.0+cu130"]) == "2.13.0"  # the first session's, no build
+    assert first_torch(["NVIDIA H200, cuda, torch 2.11.0+cu130"]) == "2.11.0" and first_torch([]) is None
 
 
 def test_a_cpu_session_records_its_kernels_and_verify_reads_them():
@@ -215,6 +218,13 @@ def test_reproduce_verify_reads_each_cells_kernels_from_its_committed_record(tmp
     assert compared("res").endswith(unrecorded)  # made before kernels were recorded
     record_file.write_text(json.dumps({k: v for k, v in record.items() if k != "hardware"}))
     assert compared("res").endswith(unrecorded)  # made before hardware was recorded
+    verdict = tmp_path / "res" / "verify" / "mpnn" / "clrs30" / "bfs" / "seed0.json"
+    before = verdict.read_text()
+    record_file.write_text(json.dumps({**record, "hardware": ["NVIDIA H200, cuda, torch 2.0.0+cu118"]}))
+    got = runner.invoke(app, [*cell, "--verify", "--verify-validations", "3", "--results", str(tmp_path / "res"),
+                              "--out", str(tmp_path / "v-torch")])
+    assert got.exit_code == 1 and "made with torch 2.0.0" in got.output and "torch==2.0.0" in got.output, got.output
+    assert verdict.read_text() == before  # not re-trained, its verdict left as it was
     if here not in KERNEL_LEVELS[1:]:
         return  # no level below this machine's to make a cell under
     low = json.loads(commit("low", kernels_environment("DEFAULT")).read_text())

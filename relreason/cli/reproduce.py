@@ -138,14 +138,24 @@ def _verify(table: str, options, results: Path, validations: int, as_json: bool)
         for column in ("cell", "validations", "matches", "first difference", "stored code", "compared"):
             t.add_column(column)
         for r in rows:
+            if "skipped" in r:
+                t.add_row(r["cell"], "-", "not re-trained", "-", "-", r["skipped"])
+                continue
             stored = r["stored_code"][-1] if r["stored_code"] else None
             t.add_row(r["cell"], str(r["validations"]), "yes" if r["matches"] else "NO", r["difference"] or "-",
                       code_label(stored), r["compared"])
         out.print(t, highlight=False, markup=False)
-    failed = [r["cell"] for r in rows if not r["matches"]]
+    failed = [r["cell"] for r in rows if "skipped" not in r and not r["matches"]]
     if failed:
         raise RelreasonError(f"{len(failed)} of {len(rows)} cell(s) follow another trajectory under today's code: "
                              f"{', '.join(failed)}", "see the first difference of each; results/verify holds them")
+    skipped = [r for r in rows if "skipped" in r]
+    if skipped:
+        made = sorted({r["skipped"].split(",")[0].removeprefix("made with torch ") for r in skipped})
+        raise RelreasonError(f"{len(skipped)} of {len(rows)} cell(s) were not re-trained, made with another torch "
+                             f"release than this one ({', '.join(made)}): {', '.join(r['cell'] for r in skipped)}",
+                             f"verify them in a virtualenv with torch=={made[0]} (pip install torch=={made[0]}; "
+                             "docs/reproducing.md)")
 
 
 def _print_list(rows: list[dict], machines: list[str], as_json: bool) -> None:

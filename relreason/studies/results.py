@@ -224,6 +224,35 @@ def first_kernels(hardware: list[str]) -> str | None:
     return None
 
 
+def torch_release(version: str) -> str:
+    """A torch version without its build ("2.11.0+cu130" -> "2.11.0"): the CPU and CUDA builds of one release
+    draw the same initial weights on the CPU."""
+    return version.split("+")[0]
+
+
+def first_torch(hardware: list[str]) -> str | None:
+    """The torch release the first session of a run recorded (the session that drew its initial weights and
+    trained the first validations --verify re-trains); None where it recorded none."""
+    for h in hardware[:1]:
+        m = re.search(r"torch (\d+\.\d+[\w.+]*)", h)  # not "1 torch thread"
+        return torch_release(m.group(1)) if m else None
+    return None
+
+
+def other_torch(made: str | None) -> str | None:
+    """Why a cell whose first session ran torch `made` cannot be re-trained here (None: it can): torch's
+    initialisation is not the same across releases (2.11.0 and 2.13.0 draw other initial weights from one seed:
+    the H200 cell's step-0 validation, scripts/step0_check.py), so a re-training under another release starts
+    from other weights and its difference says nothing of the code."""
+    import torch  # CLI start-up: torch loads on use
+
+    here = torch_release(torch.__version__)
+    if made is None or made == here:
+        return None
+    return (f"made with torch {made}, here {here}: another release draws other initial weights from the same seed "
+            f"(2.11.0 and 2.13.0 do), so a re-training here would start elsewhere")
+
+
 def score_atol(across: bool) -> float:
     """How far a re-trained score may lie from the stored one: exactly on the device kind that made it, else
     (`across`) within CROSS_DEVICE_SCORE_ATOL."""
@@ -294,7 +323,7 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
         compared += f"; {how}"
     return {"validations": len(stored), "matches": difference is None, "difference": difference,
             "code": code_record(), "stored_code": curve.get("code"), "made_on": made_on, "device": device,
-            "compared": compared}
+            "compared": compared, "torch": torch.__version__}
 
 
 def _first_difference(stored: list[dict], now: list, atol: float, loss_rtol: float) -> str | None:
@@ -325,6 +354,16 @@ def verify_table(table: str, tasks: str | None, seeds: tuple[int, ...], models: 
         curve_file = Path(results) / CURVES / f"{rel}.json"
         if not curve_file.is_file():
             continue
+        record = Path(results) / CELLS / f"{rel}.json"
+        hardware = (read_object(record).get("hardware") or []) if record.is_file() else None
+        nar_record = None if cell.nar is None else \
+            Path(results) / CELLS / f"{cell.nar.directory.relative_to(workdir / 'plan' / CELLS)}.json"
+        why = other_torch(first_torch(hardware or [])) or (other_torch(first_torch(
+            read_object(nar_record).get("hardware") or [])) if nar_record is not None and nar_record.is_file() else None)
+        if why is not None:  # not re-trained, nothing written: the verdict would say nothing of the code
+            log(f"not verifying {rel}: {why}")
+            rows.append({"cell": str(rel), "skipped": why})
+            continue
         log(f"verifying {rel}")
         config, made_on = stored_cell_config(cell, results, rel)
         nar = None
@@ -337,8 +376,6 @@ def verify_table(table: str, tasks: str | None, seeds: tuple[int, ...], models: 
                    "stored_code": read_object(curve_file).get("code"), "device": nar["device"],
                    "compared": nar["compared"]}
         else:
-            record = Path(results) / CELLS / f"{rel}.json"
-            hardware = (read_object(record).get("hardware") or []) if record.is_file() else None
             got = verify_cell(config, read_object(curve_file), validations, workdir / str(rel), log, made_on,
                               hardware is not None, None if hardware is None else first_kernels(hardware))
             if nar is not None:
