@@ -154,8 +154,8 @@ def _verify(table: str, options, results: Path, validations: int, as_json: bool)
         made = sorted({r["skipped"].split(",")[0].removeprefix("made with torch ") for r in skipped})
         raise RelreasonError(f"{len(skipped)} of {len(rows)} cell(s) were not re-trained, made with another torch "
                              f"release than this one ({', '.join(made)}): {', '.join(r['cell'] for r in skipped)}",
-                             f"verify them in a virtualenv with torch=={made[0]} (pip install torch=={made[0]}; "
-                             "docs/reproducing.md)")
+                             f"verify them under torch {made[0]}: scripts/torch_release_venv.sh {made[0]} makes a "
+                             "virtualenv with it and prints the command (docs/reproducing.md)")
 
 
 def _print_list(rows: list[dict], machines: list[str], as_json: bool) -> None:
