@@ -160,6 +160,7 @@ def test_the_cross_device_tolerance_covers_a_stand_in_that_rounds_otherwise_at_e
     assert got["compared"].startswith("re-trained on the CPU against a cuda run: scores within ±1 points")
     text = verification(got["code"] and [got["code"]], got, got["code"]["source"])
     assert text.startswith("same first 3 validations") and "re-trained on the CPU against a cuda run" in text
+    assert text.endswith(f", under torch {torch.__version__})")  # the release its initial weights came from
     moved = {**rounded, "validations": [dict(v) for v in rounded["validations"]]}
     moved["validations"][2]["score"] += 2 * CROSS_DEVICE_SCORE_ATOL  # what a change of the code would do
     got = verify_cell(cfg, moved, 3, tmp_path / "v2", made_on="cuda")

@@ -51,7 +51,9 @@ def verification(code: list[dict] | None, verified: dict | None, today: str) -> 
     its first validations came out the same), or not, flagged where the cell's code is not today's."""
     if verified is not None:
         # which comparison it was: on the device kind the cell was made on, or on the CPU within tolerances
-        how = f" ({verified['compared']})" if verified.get("compared") else ""
+        # and under which torch (a release draws its own initial weights: a verdict holds for the cell's release)
+        under = f", under torch {verified['torch']}" if verified.get("torch") else ""
+        how = f" ({verified['compared']}{under})" if verified.get("compared") else ""
         if verified["matches"]:
             return f"same first {verified['validations']} validations with {code_label(verified['code'])}{how}"
         return f"**differs** with {code_label(verified['code'])}{how}: {verified['difference']}"
