@@ -327,13 +327,18 @@ def test_the_summary_opens_the_report_with_each_columns_cells_average_verdict_de
         (verify / f"seed{seed}.json").write_text(json.dumps({"code": code, "matches": matches, "validations": 3,
                                                              "difference": None if matches else "validation at 32"}))
     write_report(tmp_path / "results", tmp_path / "RESULTS.md")
+    assert "| 1 of 3; 1 differs | " in (tmp_path / "RESULTS.md").read_text()
+    (verify / "seed1.json").write_text(json.dumps({"code": code, "matches": False, "validations": 3, "made_on": "cuda",
+                                                   "device": "cpu", "difference": "validation at 32"}))
+    write_report(tmp_path / "results", tmp_path / "RESULTS.md")  # a GPU cell that differs on the CPU: said so
     md = (tmp_path / "RESULTS.md").read_text()
     assert md.index("## Summary") < md.index("## ibarz2022")
     # 3 comparable cells of 30 tasks x the paper's 10 seeds; one task compares, so its row's figures (see the
     # test above: 97.50 against 97.39, inconclusive at ±1); one verified the same, one differing; one device;
     # 3 x 30 minutes
     assert ("| ibarz2022 | triplet-gmpnn | 3 of 300 | 97.50 over 1 task | 97.39 ± 0.19 (± undefined, 10 seeds) "
-            "| inconclusive | 1 of 3; 1 differs | Test CPU (2 cores), cpu | 1.50 h |") in md
+            "| inconclusive | 1 of 3; 1 differs (1 re-trained on another device kind than made it) "
+            "| Test CPU (2 cores), cpu | 1.50 h |") in md
 
 
 def test_a_cell_whose_code_is_not_recorded_stands_apart_and_is_trained_again(tmp_path, monkeypatch):

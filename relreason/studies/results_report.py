@@ -427,8 +427,9 @@ SUMMARY_TEXT = ("Each published table with finished cells, one row per column: i
                 "the table at the paper's seed count (a study's own where the paper gives none), our average over "
                 "the tasks that compare (two or more seeds of ours and a published figure) beside the paper's over "
                 "the same tasks, with the verdict; how many of its cells `reproduce --verify` re-trained to the same "
-                "first validations (and how many it found to differ); the devices its cells ran on and their wall "
-                "time summed. The sections below give every cell.")
+                "first validations (and how many it found to differ, and of those how many it re-trained on another "
+                "device kind than made them, where float rounding alone parts trajectories); the devices its cells ran "
+                "on and their wall time summed. The sections below give every cell.")
 UNRECORDED_COLUMNS = ["model", "setting", "task", "seed", "score", "wall time", "hardware"]
 
 
@@ -465,7 +466,9 @@ def summary_rows(study: Study, result: dict, rows: list[dict], verified: dict) -
                 ours = f"{row['ours'].split(' ')[0]} over 1 task"
         checks = [verified.get((c["model"], c["setting"], c["task"], c["seed"])) for c in cells]
         same, differ = sum(bool(v and v["matches"]) for v in checks), sum(bool(v and not v["matches"]) for v in checks)
-        checked = f"{same} of {len(cells)}" + (f"; {differ} differ{'s' * (differ == 1)}" if differ else "")
+        across = sum(bool(v and not v["matches"] and v.get("device", "cpu") != v.get("made_on", "cpu")) for v in checks)
+        checked = f"{same} of {len(cells)}" + (f"; {differ} differ{'s' * (differ == 1)}" if differ else "") + (
+            f" ({across} re-trained on another device kind than made it)" if across else "")
         devices = sorted({_device(h) for c in cells for h in c["hardware"]}) or ["not recorded"]
         seconds = sum(c["seconds"] or 0.0 for c in cells)
         out.append(dict(zip(SUMMARY_COLUMNS, [
