@@ -156,7 +156,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from relreason.config import config_from_dict
 
-    stored = json.loads(args.result.read_text())["config"]
+    try:
+        stored = json.loads(args.result.read_text())["config"]
+        if not (isinstance(stored["data"], dict) and isinstance(stored["train"], dict)):
+            raise TypeError("its config has no data and train sections")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        parser.error(f"{args.result} is not a cell's result file with its config ({type(e).__name__}: {e})")
     stored["data"]["data_dir"] = str(args.data_dir)
     torch.set_num_threads(1)
     report: dict = {"result": str(args.result), "torch": torch.__version__, "numpy": np.__version__, "devices": []}
