@@ -26,7 +26,7 @@ from relreason.studies.cells import (cell_label, cell_state, collect, committed_
 from relreason.studies.costs import costs_file, estimate_cells, hours, read_costs  # noqa: F401 (costs_file: scripts)
 from relreason.studies.launch import Launch, cell_status, launch_for
 from relreason.studies.report import write_tables
-from relreason.studies.results import device_kind, first_kernels, remade_difference
+from relreason.studies.results import device_kind, first_kernels, first_torch, other_torch, remade_difference
 from relreason.studies.tables import TABLES
 from relreason.studies.training import pack_size, run_cells
 from relreason.studies.variants import Study
@@ -159,13 +159,21 @@ def run_study(study: Study, options: SweepOptions = SweepOptions(), log: Callabl
 
 def _check_kernels(remade: list, out: Path, committed: Path | None) -> None:
     """Raises before any training where a NAR cell in `remade` (committed, to train again here for its checkpoint)
-    would train on this CPU under other kernels than its first session recorded: a CPU trajectory is bit-exact
-    only under the same kernels (scripts/cpu_kernels.py), so _check_remade would refuse it after the training."""
+    was made under another torch release (which draws other initial weights from its seed), or would train on this
+    CPU under other kernels than its first session recorded: a CPU trajectory is bit-exact only under the same
+    kernels (scripts/cpu_kernels.py), so _check_remade would refuse it after the training."""
     from relreason.models.build import resolve_device  # CLI start-up: torch loads on use
 
     here = cpu_kernels()
     for n in remade:
         record = read_object(committed_path(n, out, committed))
+        release = first_torch(record.get("hardware") or [])
+        why = other_torch(release)  # the initial weights are drawn on the CPU, whatever the device
+        if why is not None:
+            raise RelreasonError(f"the NAR cell {n.run_dir} must be trained again (its checkpoint is not here) and "
+                                 f"score as committed, but it was {why}",
+                                 f"run the same command under torch {release}: scripts/torch_release_venv.sh "
+                                 f"{release} makes a virtualenv with it")
         made = first_kernels(record.get("hardware") or [])
         if made is None or made == here or device_kind(record.get("hardware") or []) != "cpu" or \
                 resolve_device(n.config.train.device).type != "cpu":

@@ -154,12 +154,19 @@ def test_the_study_trains_the_nars_first_and_tables_both_columns_in_and_out_of_d
     other = relreason(*resume, "--out", str(tmp_path / "fresh2"))
     assert other.returncode == 1 and "differs from its result committed under" in other.stderr, other.stderr
     assert not (tmp_path / "fresh2" / "cells" / "transnar").exists()  # no cell read the NAR that differs
+    # made under another torch release: refused before any training (other initial weights), with what would help
+    (partly / "cells" / "triplet_gmpnn" / "transnar_ood_nar" / "insertion_sort" / "seed0.json").write_text(
+        json.dumps({**record, "hardware": ["NVIDIA H200, cuda, torch 2.0.0+cu118"]}))
+    refused = relreason(*resume, "--out", str(tmp_path / "fresh-torch"))
+    assert refused.returncode == 1 and "it was made with torch 2.0.0" in refused.stderr, refused.stderr
+    assert "scripts/torch_release_venv.sh 2.0.0" in refused.stderr and not (tmp_path / "fresh-torch" / "cells").exists()
     # made with other CPU kernels: refused before any training (it would train otherwise), with what would help
+    release = torch.__version__  # this process's: only the kernels differ
     here = cpu_kernels()
     lower = [level for level in KERNEL_LEVELS if level != here and kernels_environment(level)][:1]  # e.g. DEFAULT
     for made in ("AVX1024", *lower):  # a level above this machine's, and one below it
         (partly / "cells" / "triplet_gmpnn" / "transnar_ood_nar" / "insertion_sort" / "seed0.json").write_text(
-            json.dumps({**record, "hardware": [f"A (2 cores), 1 torch thread, cpu, {made} kernels, torch 2.13.0"]}))
+            json.dumps({**record, "hardware": [f"A (2 cores), 1 torch thread, cpu, {made} kernels, torch {release}"]}))
         refused = relreason(*resume, "--out", str(tmp_path / f"fresh-{made}"))
         assert refused.returncode == 1 and f"was made with {made} CPU kernels and this process computes with {here}" \
             in refused.stderr, refused.stderr
