@@ -165,6 +165,11 @@ def test_the_cross_device_tolerance_covers_a_stand_in_that_rounds_otherwise_at_e
     moved["validations"][2]["score"] += 2 * CROSS_DEVICE_SCORE_ATOL  # what a change of the code would do
     got = verify_cell(cfg, moved, 3, tmp_path / "v2", made_on="cuda")
     assert not got["matches"] and got["difference"].startswith("validation at 32 examples")
+    assert got["compared"].endswith(f"; the same start (its step-0 validation {rounded['validations'][0]['score']:.6f} "
+                                    "on both)")  # across devices, the untrained model's score compares exactly
+    moved["validations"][0]["score"] += 1 / 1024  # one answer of the untrained model
+    got = verify_cell(cfg, moved, 3, tmp_path / "v2b", made_on="cuda")
+    assert "; another start (its first validation" in got["compared"]
     same = verify_cell(cfg, alone, 3, tmp_path / "v3", made_on="cpu")  # a cpu cell: exactly, on the cpu
     assert same["matches"] and same["compared"].startswith("re-trained on cpu, as made: scores exactly")
     assert "kernels" not in same["compared"]  # the kernels it was made with not given: nothing said of them

@@ -291,16 +291,25 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
     cfg = dataclasses.replace(config, train=dataclasses.replace(t, train_examples=max(upto, t.batch_size), **on))
     atol, loss_rtol = score_atol(across), (CROSS_DEVICE_LOSS_RTOL if across else VERIFY_LOSS_RTOL)
 
+    first: list = []  # the re-trained first validation (the untrained model's), of the last attempt
+
     def attempt(level: str | None) -> tuple[str, str | None]:  # (how the kernels went, the first difference)
         scratch = Path(workdir) / "verify"
         if scratch.is_dir() and (scratch / "config.json").is_file():  # an earlier re-training: start afresh
             shutil.rmtree(scratch)
         how = retrain(cfg, workdir, "verify", level, log)
         now = [r for r in read_metrics(scratch / "metrics.jsonl") if isinstance(r, ValidationRow)]
+        first[:] = now[:1]
         return how, _first_difference(stored, now, atol, loss_rtol)
 
     cpu_here = device == "cpu" and not across
     how, difference = attempt(kernels if cpu_here else None)
+    if across and first:  # across devices only the start compares exactly: the same data, weights and forward
+        a, b = stored[0], first[0]
+        how = ", ".join(x for x in (how, (
+            f"the same start (its step-0 validation {a['score']:.6f} on both)" if (a["examples"], a["score"]) == (
+                b.examples, b.score) else
+            f"another start (its first validation {a['score']:.6f} stored, {b.score:.6f} now)")) if x)
     here = cpu_kernels()
     if cpu_here and recorded and kernels is None:  # its first session's kernels were not recorded
         how = (f"its first session's CPU kernels were not recorded: it {'matches' if difference is None else 'differs'}"
