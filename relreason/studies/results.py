@@ -225,8 +225,9 @@ def first_kernels(hardware: list[str]) -> str | None:
 
 
 def torch_release(version: str) -> str:
-    """A torch version without its build ("2.11.0+cu130" -> "2.11.0"): the CPU and CUDA builds of one release
-    draw the same initial weights on the CPU."""
+    """A torch version without its build ("2.11.0+cu130" -> "2.11.0"): the weights are drawn on the CPU, where a
+    release's builds are taken to draw alike (its CUDA build run on this CPU drew the H200 cell's start exactly;
+    a CPU build of 2.11.0 was not tried)."""
     return version.split("+")[0]
 
 
