@@ -151,7 +151,7 @@ def _verify(table: str, options, results: Path, validations: int, as_json: bool)
                              f"{', '.join(failed)}", "see the first difference of each; results/verify holds them")
     skipped = [r for r in rows if "skipped" in r]
     if skipped:
-        made = sorted({r["skipped"].split(",")[0].removeprefix("made with torch ") for r in skipped})
+        made = sorted({r["made_with_torch"] for r in skipped})
         raise RelreasonError(f"{len(skipped)} of {len(rows)} cell(s) were not re-trained, made with another torch "
                              f"release than this one ({', '.join(made)}): {', '.join(r['cell'] for r in skipped)}",
                              f"verify them under torch {made[0]}: scripts/torch_release_venv.sh {made[0]} makes a "

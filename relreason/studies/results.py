@@ -366,13 +366,13 @@ def verify_table(table: str, tasks: str | None, seeds: tuple[int, ...], models: 
             continue
         record = Path(results) / CELLS / f"{rel}.json"
         hardware = (read_object(record).get("hardware") or []) if record.is_file() else None
-        nar_record = None if cell.nar is None else \
-            Path(results) / CELLS / f"{cell.nar.directory.relative_to(workdir / 'plan' / CELLS)}.json"
-        why = other_torch(first_torch(hardware or [])) or (other_torch(first_torch(
-            read_object(nar_record).get("hardware") or [])) if nar_record is not None and nar_record.is_file() else None)
+        own = [record] + ([] if cell.nar is None else  # a TransNAR's NAR, re-made first, drew its weights too
+                          [Path(results) / CELLS / f"{cell.nar.directory.relative_to(workdir / 'plan' / CELLS)}.json"])
+        made = [first_torch(read_object(r).get("hardware") or []) for r in own if r.is_file()]
+        why = next((w for w in map(other_torch, made) if w is not None), None)
         if why is not None:  # not re-trained, nothing written: the verdict would say nothing of the code
             log(f"not verifying {rel}: {why}")
-            rows.append({"cell": str(rel), "skipped": why})
+            rows.append({"cell": str(rel), "skipped": why, "made_with_torch": next(m for m in made if other_torch(m))})
             continue
         log(f"verifying {rel}")
         config, made_on = stored_cell_config(cell, results, rel)

@@ -386,7 +386,8 @@ def _cell_rows(cells: list[dict], verified: dict, today: str) -> list[dict]:
     """One row per cell (CELL_COLUMNS): its score, wall time, hardware, commands, code and verification."""
     return [dict(zip(CELL_COLUMNS, [
         r["variant"], r["task"], str(r["seed"]), f"{100 * r['score']:.2f}", duration(r["seconds"]),
-        "; ".join(r["hardware"]) or "not recorded", f"`{r['reproduce']}`", f"`{r['command']}`" if r["command"] else "not recorded",
+        "; ".join(r["hardware"]) or "not recorded", f"`{r['reproduce']}`",
+        f"`{r['command']}`" if r["command"] else "not recorded",
         ", ".join(code_label(c) for c in r["code"]) if r["code"] else "not recorded",
         verification(r["code"], verified.get((r["model"], r["setting"], r["task"], r["seed"])), today)]))
         for r in cells]
