@@ -375,6 +375,9 @@ class RunResults:
     plugins: Optional[list[dict]] = field(default=None, metadata={"omit_none": True})
     # the code of every session that trained it (relreason.runtime.code_record); None: written before the key
     code: Optional[list[dict]] = field(default=None, metadata={"omit_none": True})
+    # the digest of the weights it started from (relreason.train.checkpoint.tensors_digest): the same seed under
+    # another torch release starts elsewhere (2.11.0 and 2.13.0 do); None: trained before it was recorded
+    init_weights: Optional[str] = field(default=None, metadata={"omit_none": True})
     schema_version: int = SCHEMA_VERSION
 
     @classmethod
@@ -465,6 +468,8 @@ class TrainerState:
     last_loss: Optional[float] = None
     hardware: list[str] = field(default_factory=list)  # every machine a session ran on (absent in early runs)
     code: list[dict] = field(default_factory=list)  # the code of every session (runtime.code_record; absent before)
+    # the digest of the weights it started from (checkpoint.tensors_digest); None: started before it was recorded
+    init_weights: Optional[str] = None
 
     @classmethod
     def from_dict(cls, data: dict, file: str = TRAINER_STATE) -> "TrainerState":

@@ -17,7 +17,6 @@ Settings that name a level above this machine's are skipped (a process cannot ra
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import subprocess
@@ -43,16 +42,12 @@ def settings(here: str) -> dict[str, dict[str, str]]:
 
 
 def weights_digest(run: Path) -> str:
-    """sha256 of the final weights' tensors (names and bytes, in name order), 16 hex digits."""
-    import torch
+    """The final weights' digest (relreason.train.checkpoint.tensors_digest)."""
     from safetensors.torch import load_file
 
-    tensors = load_file(str(run / "last" / "model.safetensors"))
-    h = hashlib.sha256()
-    for name in sorted(tensors):
-        h.update(name.encode())
-        h.update(tensors[name].contiguous().view(-1).view(dtype=torch.uint8).numpy().tobytes())
-    return h.hexdigest()[:16]
+    from relreason.train.checkpoint import tensors_digest
+
+    return tensors_digest(load_file(str(run / "last" / "model.safetensors")))
 
 
 def main() -> None:

@@ -31,7 +31,6 @@ where 2.13.0 gives 4731761cfdd15eab: the two releases draw other initial weights
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -39,19 +38,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from relreason.train.checkpoint import tensors_digest
+
 TOP = 12  # modules listed where two devices part
-
-
-def digest_arrays(arrays: dict) -> str:
-    """sha256 of named arrays or tensors (names and bytes, in name order), 16 hex digits."""
-    h = hashlib.sha256()
-    for name in sorted(arrays):
-        a = arrays[name]
-        a = a.detach().cpu().contiguous().numpy() if isinstance(a, torch.Tensor) else np.ascontiguousarray(a)
-        h.update(name.encode())
-        h.update(str(a.dtype).encode() + str(a.shape).encode())
-        h.update(a.tobytes())
-    return h.hexdigest()[:16]
 
 
 def validation_set(wl):
@@ -66,7 +55,7 @@ def validation_set(wl):
 
 
 def dataset_digest(ds) -> str:
-    return digest_arrays({**{f"inputs.{k}": v for k, v in ds.inputs.items()},
+    return tensors_digest({**{f"inputs.{k}": v for k, v in ds.inputs.items()},
                           **{f"hints.{k}": v for k, v in ds.hints.items()},
                           **{f"outputs.{k}": v for k, v in ds.outputs.items()}, "lengths": ds.lengths})
 
@@ -132,7 +121,7 @@ def step0(cfg, device: torch.device, reference: dict | None):
             score = float(wl.evaluate("val", draw=0, batch_size=len(ds))["score"])
     finally:
         rec.close()
-    return wl, score, digest_arrays(wl.model.state_dict()), dataset_digest(ds), rec
+    return wl, score, tensors_digest(wl.model.state_dict()), dataset_digest(ds), rec
 
 
 def main(argv: list[str] | None = None) -> int:

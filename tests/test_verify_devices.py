@@ -224,9 +224,22 @@ def test_reproduce_verify_reads_each_cells_kernels_from_its_committed_record(tmp
     assert compared("res").endswith(unrecorded)  # made before kernels were recorded
     record_file.write_text(json.dumps({k: v for k, v in record.items() if k != "hardware"}))
     assert compared("res").endswith(unrecorded)  # made before hardware was recorded
+    # its record names the weights it started from: a re-training is compared with them first
+    assert isinstance(record["init_weights"], str) and len(record["init_weights"]) == 16
+    record_file.write_text(json.dumps({**record, "init_weights": "0" * 16}))
+    moved = runner.invoke(app, [*cell, "--verify", "--verify-validations", "3", "--results", str(tmp_path / "res"),
+                                "--out", str(tmp_path / "v-init"), "--json"])
+    assert moved.exit_code == 1, moved.output
+    (row,) = json.loads(moved.stdout)["verified"]
+    assert row["difference"] == f"initial weights {'0' * 16} stored, {record['init_weights']} now"
+    # made under another torch release (which draws other weights from a seed): with the start recorded it is
+    # compared; without, it is not re-trained and its verdict stays as it was
+    other = ["NVIDIA H200, cuda, torch 2.0.0+cu118"]
+    record_file.write_text(json.dumps({**record, "hardware": other}))
+    compared("res")  # re-trained and compared, from the same start: it matches
     verdict = tmp_path / "res" / "verify" / "mpnn" / "clrs30" / "bfs" / "seed0.json"
     before = verdict.read_text()
-    record_file.write_text(json.dumps({**record, "hardware": ["NVIDIA H200, cuda, torch 2.0.0+cu118"]}))
+    record_file.write_text(json.dumps({**{k: v for k, v in record.items() if k != "init_weights"}, "hardware": other}))
     got = runner.invoke(app, [*cell, "--verify", "--verify-validations", "3", "--results", str(tmp_path / "res"),
                               "--out", str(tmp_path / "v-torch")])
     assert got.exit_code == 1 and "made with torch 2.0.0" in got.output, got.output

@@ -261,7 +261,8 @@ def score_atol(across: bool) -> float:
 
 
 def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda m: None,
-                made_on: str = "cpu", recorded: bool = False, kernels: str | None = None) -> dict:
+                made_on: str = "cpu", recorded: bool = False, kernels: str | None = None,
+                init_weights: str | None = None) -> dict:
     """Re-trains a cell (its resolved `config`, its seed) with today's code up to the `validations`-th
     validation of its stored `curve` (validation_curve) and compares them: the examples exactly, and on the
     device kind it was made on (`made_on`, `verify_device`) the validation scores exactly and the training loss
@@ -274,7 +275,9 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
     A CPU re-training runs under `kernels` where this machine can run them (relreason.studies.retrain: in a child
     process where they are not this process's), and "compared" says where it cannot. Where a record exists but
     its first session's kernels were not recorded, a re-training that differs under this machine's kernels is
-    tried under each lower level it can run, and "compared" names the level it matched under, or says none did."""
+    tried under each lower level it can run, and "compared" names the level it matched under, or says none did.
+    `init_weights`: the digest of the weights the cell started from, where its record has one: a re-training that
+    starts elsewhere differs there first, whatever its validations."""
     import torch  # CLI start-up: torch loads on use
 
     if validations < 2:
@@ -301,6 +304,9 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
         how = retrain(cfg, workdir, "verify", level, log)
         now = [r for r in read_metrics(scratch / "metrics.jsonl") if isinstance(r, ValidationRow)]
         first[:] = now[:1]
+        started = read_object(scratch / "results.json").get("init_weights")
+        if init_weights is not None and started != init_weights:  # another start: nothing after it compares
+            return how, f"initial weights {init_weights} stored, {started} now"
         return how, _first_difference(stored, now, atol, loss_rtol)
 
     cpu_here = device == "cpu" and not across
@@ -368,7 +374,10 @@ def verify_table(table: str, tasks: str | None, seeds: tuple[int, ...], models: 
         hardware = (read_object(record).get("hardware") or []) if record.is_file() else None
         own = [record] + ([] if cell.nar is None else  # a TransNAR's NAR, re-made first, drew its weights too
                           [Path(results) / CELLS / f"{cell.nar.directory.relative_to(workdir / 'plan' / CELLS)}.json"])
-        made = [first_torch(read_object(r).get("hardware") or []) for r in own if r.is_file()]
+        # by release where a record lacks its initial weights' digest (made before they were recorded); with one,
+        # the re-training's start is compared with it instead
+        made = [first_torch(read_object(r).get("hardware") or []) for r in own
+                if r.is_file() and read_object(r).get("init_weights") is None]
         why = next((w for w in map(other_torch, made) if w is not None), None)
         if why is not None:  # not re-trained, nothing written: the verdict would say nothing of the code
             log(f"not verifying {rel}: {why}")
@@ -387,7 +396,8 @@ def verify_table(table: str, tasks: str | None, seeds: tuple[int, ...], models: 
                    "compared": nar["compared"]}
         else:
             got = verify_cell(config, read_object(curve_file), validations, workdir / str(rel), log, made_on,
-                              hardware is not None, None if hardware is None else first_kernels(hardware))
+                              hardware is not None, None if hardware is None else first_kernels(hardware),
+                              read_object(record).get("init_weights") if record.is_file() else None)
             if nar is not None:
                 got["nar"], got["compared"] = nar, f"{got['compared']}; its NAR cell {nar['compared']}"
         _write(Path(results) / VERIFY / f"{rel}.json", got)

@@ -16,12 +16,14 @@ names missing or unexpected keys; an unreadable file is reported as such, never 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
@@ -41,6 +43,20 @@ from relreason.rundir import RunDir
 from relreason.tasks import task_entries
 
 FORMAT = 1  # bump when the checkpoint layout changes incompatibly
+
+
+def tensors_digest(arrays: dict) -> str:
+    """sha256 of named tensors or arrays (each name, dtype, shape and bytes, in name order), 16 hex digits: a run's
+    initial weights (`init_weights` in its trainer state and results), a validation set's samples
+    (scripts/step0_check.py). Tensors are read on the CPU, so a device's weights digest as the CPU's."""
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        a = arrays[name]
+        a = a.detach().cpu().contiguous().numpy() if isinstance(a, torch.Tensor) else np.ascontiguousarray(a)
+        h.update(name.encode())
+        h.update(str(a.dtype).encode() + str(a.shape).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]
 
 
 def _state_for_safetensors(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -148,6 +148,8 @@ class Session:
             if t.init is not None:  # fine-tuning: the source's weights replace the fresh ones (resume has its own)
                 source = ckpt.load_init(t.init, cfg, self.wl.model)
                 self.log(f"initialised from {source}")
+            # what it starts from, kept through every resume: `reproduce --verify` compares a re-training's with it
+            self.state["init_weights"] = ckpt.tensors_digest(self.wl.model.state_dict())
         here = hardware(str(self.dd.device)) + (f", {self.dd.world} processes" if self.dd.world > 1 else "")
         if here not in self.state.setdefault("hardware", []):  # every machine a session of the run trained on
             self.state["hardware"].append(here)
@@ -354,7 +356,8 @@ class Session:
                              train_seconds=round(st["seconds"], 1), best_val=st["best_val"],
                              best_examples=st["best_examples"], test_size=res["size"], test_label=res["label"],
                              test=test, per_task=res.get("per_task") or {}, config=cfg.to_dict(),
-                             plugins=ckpt.plugin_record(cfg), code=st.get("code") or [code_record()])
+                             plugins=ckpt.plugin_record(cfg), code=st.get("code") or [code_record()],
+                             init_weights=st.get("init_weights"))
         _write_json(self.files.results, summary.to_json())
 
 

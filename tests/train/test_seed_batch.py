@@ -174,11 +174,14 @@ def test_cli_train_seeds_writes_a_run_directory_per_seed(tmp_path):
 def test_each_seed_clips_its_own_gradients(tmp_path, monkeypatch):
     """The gradients each Adam steps with, after clipping, are the single run's: the global norm is per seed
     (weights alone cannot show it: Adam's normalisation undoes a common scale almost entirely)."""
-    stepped: dict[int, list[torch.Tensor]] = {}
+    # (optimizer, the gradients of its first step), in the order the optimizers first step; the optimizer itself is
+    # kept: keyed by id(), a freed optimizer's id could be reused by a later one, which then went unrecorded
+    stepped: list[tuple[torch.optim.Optimizer, list[torch.Tensor]]] = []
     adam_step = torch.optim.Adam.step
 
     def spy(self, *args, **kwargs):
-        stepped.setdefault(id(self), [p.grad.clone() for g in self.param_groups for p in g["params"]])
+        if all(o is not self for o, _ in stepped):
+            stepped.append((self, [p.grad.clone() for g in self.param_groups for p in g["params"]]))
         return adam_step(self, *args, **kwargs)
 
     monkeypatch.setattr(torch.optim.Adam, "step", spy)
@@ -186,7 +189,7 @@ def test_each_seed_clips_its_own_gradients(tmp_path, monkeypatch):
     run_group(tiny(tmp_path, "mpnn", one_step), SEEDS, out=tmp_path / "group", names=[f"g-s{s}" for s in SEEDS],
               show_progress=False, strategy="vmap")
     single_runs(tmp_path, "mpnn", one_step)
-    group, single = list(stepped.values())[:2], list(stepped.values())[2:]
+    group, single = [grads for _, grads in stepped[:2]], [grads for _, grads in stepped[2:]]
     for g, a in zip(group, single):
         assert len(g) == len(a)
         for x, y in zip(g, a):
