@@ -29,3 +29,14 @@ def test_the_script_loads(path, monkeypatch):
         pytest.skip(f"{path.name} reads the reference ({e.name}), not installed here")
     finally:
         sys.modules.pop(spec.name, None)
+
+
+def test_the_torch_release_venv_refuses_what_is_not_a_release_before_making_anything(tmp_path):
+    """scripts/torch_release_venv.sh (a virtualenv with another torch release, for --verify): a version that is not
+    a release is a one-line error, exit 2, and no virtualenv is made (its install needs the package index)."""
+    import subprocess
+
+    res = subprocess.run([str(SCRIPTS / "torch_release_venv.sh"), "2.11.0; rm -rf /", str(tmp_path / "venv")],
+                         capture_output=True, text=True)
+    assert res.returncode == 2 and res.stderr.strip() == "Error: 2.11.0; rm -rf / is not a torch release (e.g. 2.11.0)"
+    assert not (tmp_path / "venv").exists()
