@@ -371,17 +371,18 @@ def verify_table(table: str, tasks: str | None, seeds: tuple[int, ...], models: 
         if not curve_file.is_file():
             continue
         record = Path(results) / CELLS / f"{rel}.json"
-        hardware = (read_object(record).get("hardware") or []) if record.is_file() else None
-        own = [record] + ([] if cell.nar is None else  # a TransNAR's NAR, re-made first, drew its weights too
-                          [Path(results) / CELLS / f"{cell.nar.directory.relative_to(workdir / 'plan' / CELLS)}.json"])
-        # by release where a record lacks its initial weights' digest (made before they were recorded); with one,
-        # the re-training's start is compared with it instead
-        made = [first_torch(read_object(r).get("hardware") or []) for r in own
-                if r.is_file() and read_object(r).get("init_weights") is None]
-        why = next((w for w in map(other_torch, made) if w is not None), None)
-        if why is not None:  # not re-trained, nothing written: the verdict would say nothing of the code
-            log(f"not verifying {rel}: {why}")
-            rows.append({"cell": str(rel), "skipped": why, "made_with_torch": next(m for m in made if other_torch(m))})
+        stored = read_object(record) if record.is_file() else None
+        hardware = (stored.get("hardware") or []) if stored is not None else None
+        nar_record = None if cell.nar is None else \
+            Path(results) / CELLS / f"{cell.nar.directory.relative_to(workdir / 'plan' / CELLS)}.json"
+        # a TransNAR's NAR, re-made first, drew its weights too; by release where a record lacks its initial
+        # weights' digest (made before they were recorded); with one, the re-training's start is compared instead
+        own = [stored] + ([read_object(nar_record)] if nar_record is not None and nar_record.is_file() else [])
+        made = [first_torch(r.get("hardware") or []) for r in own if r is not None and r.get("init_weights") is None]
+        other = next(((m, w) for m in made if (w := other_torch(m)) is not None), None)
+        if other is not None:  # not re-trained, nothing written: the verdict would say nothing of the code
+            log(f"not verifying {rel}: {other[1]}")
+            rows.append({"cell": str(rel), "skipped": other[1], "made_with_torch": other[0]})
             continue
         log(f"verifying {rel}")
         config, made_on = stored_cell_config(cell, results, rel)
@@ -397,7 +398,7 @@ def verify_table(table: str, tasks: str | None, seeds: tuple[int, ...], models: 
         else:
             got = verify_cell(config, read_object(curve_file), validations, workdir / str(rel), log, made_on,
                               hardware is not None, None if hardware is None else first_kernels(hardware),
-                              read_object(record).get("init_weights") if record.is_file() else None)
+                              stored.get("init_weights") if stored is not None else None)
             if nar is not None:
                 got["nar"], got["compared"] = nar, f"{got['compared']}; its NAR cell {nar['compared']}"
         _write(Path(results) / VERIFY / f"{rel}.json", got)
