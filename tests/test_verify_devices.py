@@ -39,6 +39,27 @@ def test_the_device_kind_is_read_from_the_hardware_record():
     assert first_torch(["NVIDIA H200, cuda, torch 2.11.0+cu130"]) == "2.11.0" and first_torch([]) is None
 
 
+def test_a_cell_trained_again_in_full_is_compared_from_its_start_on():
+    """remade_difference (a committed NAR cell trained again for its checkpoint): where both records name the
+    weights they started from, another start is the difference (nothing after it compares); then the scores,
+    exactly on the device kind that made it, within the stated tolerance across kinds."""
+    from relreason.studies.results import remade_difference
+
+    record = {"best_val": 0.75, "best_examples": 320, "test": {"score": 0.5}, "init_weights": "a" * 16}
+    assert remade_difference(record, dict(record), across=False) is None
+    assert remade_difference(record, {**record, "init_weights": "b" * 16}, across=False) == \
+        f"initial weights {'a' * 16} stored, {'b' * 16} now"
+    old = {k: v for k, v in record.items() if k != "init_weights"}  # made before the start was recorded
+    assert remade_difference(old, {**record, "init_weights": "b" * 16}, across=False) is None
+    assert remade_difference(record, {**record, "best_examples": 640}, across=False) == \
+        "best validation at 320 examples stored, 640 now"
+    assert remade_difference(record, {**record, "best_examples": 640}, across=True) is None
+    assert remade_difference(record, {**record, "test": {"score": 0.5 + 1e-9}}, across=False) == \
+        "test score 0.500000 stored, 0.500000 now"
+    assert remade_difference(record, {**record, "test": {"score": 0.5 + CROSS_DEVICE_SCORE_ATOL / 2}},
+                             across=True) is None
+
+
 def test_a_cpu_session_records_its_kernels_and_verify_reads_them():
     """CPU trajectories are bit-exact only between machines whose torch kernels use the same vector instructions
     (AVX2, AVX512, ...): each CPU session records them, and a verdict says where they differ or are unknown."""

@@ -464,8 +464,12 @@ def nar_at_hand(config, nar_rel: Path, results: Path, workdir: Path, log=lambda 
 
 def remade_difference(record: dict, now: dict, across: bool) -> str | None:
     """How a cell trained again in full (`now`, its results.json) differs from its committed result `record`, in
-    words (None: it does not): its best validation, the examples it was reached at and its test score, exactly
-    on the device kind that made it, else (`across`) the scores within CROSS_DEVICE_SCORE_ATOL."""
+    words (None: it does not): the weights it started from where both record their digest, then its best
+    validation, the examples it was reached at and its test score, exactly on the device kind that made it, else
+    (`across`) the scores within CROSS_DEVICE_SCORE_ATOL."""
+    stored, started = record.get("init_weights"), now.get("init_weights")
+    if stored is not None and started is not None and stored != started:
+        return f"initial weights {stored} stored, {started} now"
     atol = score_atol(across)
     for what, old, new in (("best validation", record["best_val"], now["best_val"]),
                            ("test score", record["test"]["score"], now["test"]["score"])):

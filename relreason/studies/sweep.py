@@ -121,7 +121,7 @@ def run_study(study: Study, options: SweepOptions = SweepOptions(), log: Callabl
             remade = [n for n in nars if n.directory in to_read and cell_state(n) != "done"
                       and committed_result(n, out, committed) is not None]
             if launch is None:
-                _check_kernels(remade, out, committed)
+                _check_remade_start(remade, out, committed)
             submitted += _train_groups(study, seed_groups(nars, batch), o, strategy, launch, log,
                                        remake={n.directory for n in remade})
             if launch is None:
@@ -157,31 +157,44 @@ def run_study(study: Study, options: SweepOptions = SweepOptions(), log: Callabl
             **({"jobs": submitted} if launch is not None else {})}
 
 
-def _check_kernels(remade: list, out: Path, committed: Path | None) -> None:
+def _check_remade_start(remade: list, out: Path, committed: Path | None) -> None:
     """Raises before any training where a NAR cell in `remade` (committed, to train again here for its checkpoint)
-    was made under another torch release (which draws other initial weights from its seed), or would train on this
-    CPU under other kernels than its first session recorded: a CPU trajectory is bit-exact only under the same
-    kernels (scripts/cpu_kernels.py), so _check_remade would refuse it after the training."""
+    would start from other weights than it did, or train on this CPU under other kernels than its first session
+    recorded: a CPU trajectory is bit-exact only under the same kernels (scripts/cpu_kernels.py), so
+    _check_remade would refuse it after the training. The start: where the record has the digest of its initial
+    weights, this process's draw from the cell's seed is compared with it (any torch release that draws the same
+    weights will do); a record without one is refused when it was made under another torch release (2.11.0 and
+    2.13.0 draw other initial weights from one seed)."""
     from relreason.models.build import resolve_device  # CLI start-up: torch loads on use
+    from relreason.train.workloads import initial_weights_digest  # CLI start-up: torch loads on use
 
     here = cpu_kernels()
     for n in remade:
         record = read_object(committed_path(n, out, committed))
         release = first_torch(record.get("hardware") or [])
-        why = other_torch(release)  # the initial weights are drawn on the CPU, whatever the device
-        if why is not None:
-            raise RelreasonError(f"the NAR cell {n.run_dir} must be trained again (its checkpoint is not here) and "
-                                 f"score as committed, but it was {why}",
-                                 f"run the same command under torch {release}: scripts/torch_release_venv.sh "
-                                 f"{release} makes a virtualenv with it")
+        stored = record.get("init_weights")
+        must = f"the NAR cell {n.run_dir} must be trained again (its checkpoint is not here) and score as committed"
+        if stored is not None and n.config.train.init is None:
+            now = initial_weights_digest(n.config)
+            if now != stored:
+                raise RelreasonError(f"{must}, but it started from initial weights {stored} and this process draws "
+                                     f"{now} from its seed: it would start elsewhere",
+                                     f"run the same command under the torch release that made it ({release}): "
+                                     f"scripts/torch_release_venv.sh {release} makes a virtualenv with it"
+                                     if release is not None else "run the same command under the torch release "
+                                     "that made it (its record names none)")
+        else:
+            why = other_torch(release)  # the initial weights are drawn on the CPU, whatever the device
+            if why is not None:
+                raise RelreasonError(f"{must}, but it was {why}",
+                                     f"run the same command under torch {release}: scripts/torch_release_venv.sh "
+                                     f"{release} makes a virtualenv with it")
         made = first_kernels(record.get("hardware") or [])
         if made is None or made == here or device_kind(record.get("hardware") or []) != "cpu" or \
                 resolve_device(n.config.train.device).type != "cpu":
             continue  # kernels not recorded (the check after training decides), the same, or a GPU on either side
-        raise RelreasonError(
-            f"the NAR cell {n.run_dir} must be trained again (its checkpoint is not here) and score as committed, "
-            f"but it was made with {made} CPU kernels and this process computes with {here}: it would train "
-            "otherwise", f"run the same command again: {kernels_hint(made)}")
+        raise RelreasonError(f"{must}, but it was made with {made} CPU kernels and this process computes with {here}: "
+                             "it would train otherwise", f"run the same command again: {kernels_hint(made)}")
 
 
 def _check_remade(remade: list, out: Path, committed: Path | None) -> None:

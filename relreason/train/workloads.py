@@ -52,6 +52,7 @@ from relreason.models.noise import Noise
 from relreason.registry import Registry
 from relreason.seeds import FIXED_ORDER_KEY, Purpose, derive_seed
 from relreason.tasks import METRIC_LABELS, task_entries
+from relreason.train.checkpoint import tensors_digest
 from relreason.train.distributed import count_normalizer
 
 
@@ -113,6 +114,13 @@ class Shard:
 def build_workload(cfg: Config, device: torch.device) -> Workload:
     family, _ = find_model(cfg.model_name)
     return WORKLOADS.get(family.value)(cfg, device)
+
+
+def initial_weights_digest(cfg: Config) -> str:
+    """The digest (checkpoint.tensors_digest) of the weights a fresh run of `cfg` starts from, as its session
+    records it (`init_weights`): the model built from the run's seed on the CPU, where its weights are drawn
+    whatever the device; no data is read. Another torch release may draw others from the same seed."""
+    return tensors_digest(build_workload(cfg, torch.device("cpu")).model.state_dict())
 
 
 # -- NAR models on graph tasks -------------------------------------------------------------------

@@ -154,12 +154,22 @@ def test_the_study_trains_the_nars_first_and_tables_both_columns_in_and_out_of_d
     other = relreason(*resume, "--out", str(tmp_path / "fresh2"))
     assert other.returncode == 1 and "differs from its result committed under" in other.stderr, other.stderr
     assert not (tmp_path / "fresh2" / "cells" / "transnar").exists()  # no cell read the NAR that differs
-    # made under another torch release: refused before any training (other initial weights), with what would help
-    (partly / "cells" / "triplet_gmpnn" / "transnar_ood_nar" / "insertion_sort" / "seed0.json").write_text(
-        json.dumps({**record, "hardware": ["NVIDIA H200, cuda, torch 2.0.0+cu118"]}))
+    # made under another torch release (which may draw other initial weights from a seed): a record naming the
+    # weights it started from is compared with this process's draw before any training, one naming none is refused
+    # by its release; each refusal with what would help
+    nar_record = partly / "cells" / "triplet_gmpnn" / "transnar_ood_nar" / "insertion_sort" / "seed0.json"
+    h200 = ["NVIDIA H200, cuda, torch 2.0.0+cu118"]
+    nar_record.write_text(json.dumps({**record, "hardware": h200, "init_weights": "0" * 16}))
+    refused = relreason(*resume, "--out", str(tmp_path / "fresh-start"))
+    assert refused.returncode == 1 and f"started from initial weights {'0' * 16} and this process draws " \
+        f"{record['init_weights']} from its seed" in refused.stderr, refused.stderr
+    assert "scripts/torch_release_venv.sh 2.0.0" in refused.stderr and not (tmp_path / "fresh-start" / "cells").exists()
+    nar_record.write_text(json.dumps({**{k: v for k, v in record.items() if k != "init_weights"}, "hardware": h200}))
     refused = relreason(*resume, "--out", str(tmp_path / "fresh-torch"))
     assert refused.returncode == 1 and "it was made with torch 2.0.0" in refused.stderr, refused.stderr
     assert "scripts/torch_release_venv.sh 2.0.0" in refused.stderr and not (tmp_path / "fresh-torch" / "cells").exists()
+    nar_record.write_text(json.dumps({**record, "hardware": h200}))  # the same start: trained again, compared
+    succeeds(relreason(*resume, "--out", str(tmp_path / "fresh-same-start")))
     # made with other CPU kernels: refused before any training (it would train otherwise), with what would help
     release = torch.__version__  # this process's: only the kernels differ
     here = cpu_kernels()

@@ -16,7 +16,7 @@ from relreason.config import build_config, recipe_deviation
 from relreason.errors import RelreasonError
 from relreason.train import run
 from relreason.train.checkpoint import tensors_digest
-from relreason.train.workloads import build_workload
+from relreason.train.workloads import build_workload, initial_weights_digest
 from relreason.train.resume import (LOWERABLE_KEYS, RESUMABLE_KEYS, config_diff, lowered_deviation, resume_config,
                                     resume_refusals)
 
@@ -73,9 +73,11 @@ def test_resume_refuses_a_changed_config_and_records_an_extended_budget(tmp_path
     assert stored["config"]["train"]["train_examples"] == 48 == stored["examples"]
     assert json.loads((d / "config.json").read_text())["config"] == stored["config"]
     # the weights it started from, recorded at the start and kept through the resume (not the resumed weights)
+    # (initial_weights_digest: what `reproduce --committed` compares before it trains a NAR cell again)
     fresh = build_workload(tiny_config(tmp_path), torch.device("cpu")).model.state_dict()
     last = load_file(str(d / "last" / "model.safetensors"))
-    assert stored["init_weights"] == tensors_digest(fresh) != tensors_digest(last)
+    assert stored["init_weights"] == tensors_digest(fresh) == initial_weights_digest(cfg) != tensors_digest(last)
+    assert initial_weights_digest(tiny_config(tmp_path, extra=["train.seed=1"])) != stored["init_weights"]
 
 
 def test_cli_resume_takes_the_stored_config(tmp_path):
