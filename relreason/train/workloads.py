@@ -119,7 +119,8 @@ def build_workload(cfg: Config, device: torch.device) -> Workload:
 def initial_weights_digest(cfg: Config) -> str:
     """The digest (checkpoint.tensors_digest) of the weights a fresh run of `cfg` starts from, as its session
     records it (`init_weights`): the model built from the run's seed on the CPU, where its weights are drawn
-    whatever the device; no data is read. Another torch release may draw others from the same seed."""
+    whatever the device (a NAR workload reads no data for it). Another torch release may draw others from the
+    same seed."""
     return tensors_digest(build_workload(cfg, torch.device("cpu")).model.state_dict())
 
 
