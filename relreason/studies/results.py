@@ -304,10 +304,8 @@ def verify_cell(config, curve: dict, validations: int, workdir: Path, log=lambda
         how = retrain(cfg, workdir, "verify", level, log)
         now = [r for r in read_metrics(scratch / "metrics.jsonl") if isinstance(r, ValidationRow)]
         first[:] = now[:1]
-        started = read_object(scratch / "results.json").get("init_weights")
-        if init_weights is not None and started != init_weights:  # another start: nothing after it compares
-            return how, f"initial weights {init_weights} stored, {started} now"
-        return how, _first_difference(stored, now, atol, loss_rtol)
+        moved = start_difference(init_weights, read_object(scratch / "results.json").get("init_weights"))
+        return how, moved if moved is not None else _first_difference(stored, now, atol, loss_rtol)
 
     cpu_here = device == "cpu" and not across
     how, difference = attempt(kernels if cpu_here else None)
@@ -462,14 +460,22 @@ def nar_at_hand(config, nar_rel: Path, results: Path, workdir: Path, log=lambda 
     return dataclasses.replace(config, model=model), nar
 
 
+def start_difference(stored: str | None, started: str | None) -> str | None:
+    """How a re-training's start differs from a cell's, in words (None: the same, or either digest unrecorded):
+    the digests of the initial weights the cell's record and the re-training's name (`init_weights`)."""
+    if stored is None or started is None or stored == started:
+        return None
+    return f"initial weights {stored} stored, {started} now"
+
+
 def remade_difference(record: dict, now: dict, across: bool) -> str | None:
     """How a cell trained again in full (`now`, its results.json) differs from its committed result `record`, in
     words (None: it does not): the weights it started from where both record their digest, then its best
     validation, the examples it was reached at and its test score, exactly on the device kind that made it, else
     (`across`) the scores within CROSS_DEVICE_SCORE_ATOL."""
-    stored, started = record.get("init_weights"), now.get("init_weights")
-    if stored is not None and started is not None and stored != started:
-        return f"initial weights {stored} stored, {started} now"
+    moved = start_difference(record.get("init_weights"), now.get("init_weights"))
+    if moved is not None:  # another start: nothing after it compares
+        return moved
     atol = score_atol(across)
     for what, old, new in (("best validation", record["best_val"], now["best_val"]),
                            ("test score", record["test"]["score"], now["test"]["score"])):
