@@ -68,9 +68,14 @@ def terminate_as_interrupt():
     """SIGTERM (`kill`, a scheduler's stop) raises KeyboardInterrupt, as Ctrl-C does, so that the
     writers' cleanup runs (temporary files removed) before the process ends. Every command runs under it
     (relreason.cli.common.report_errors); training stops after its step instead
-    (relreason.train.stop_requests). Main thread only (signal handlers can only be set there); an ignored
-    SIGTERM stays ignored; the previous handler is put back."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
+    (relreason.train.stop_requests). Main thread only (signal handlers can only be set there); the previous
+    handler is put back. Only SIGTERM's default action (the process ends with no cleanup) is replaced: an ignored
+    SIGTERM stays ignored, and a handler already installed keeps it, so that a dataset written while a run trains
+    (a validation split made at its first validation) leaves a SIGTERM to the run's StopRequests (stop after the
+    step, saving last/) rather than ending the training without saving, and a deadline's or a worker's handler
+    still decides."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         yield
         return
 
