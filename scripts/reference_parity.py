@@ -1,15 +1,15 @@
-"""The REFERENCE implementation's Triplet-GMPNN on one small batch per algorithm, for
+"""The REFERENCE implementation's networks on one small batch per algorithm, for
 tests/models/test_reference_parity.py: the same network, weights and batch must give our code the same training
 loss, gradients, update and evaluation outputs.
 
-Runs google-deepmind/clrs 2.0.3 (never our code) and writes tests/data/reference_parity/<algorithm>.npz. For each
-algorithm it builds the model exactly as clrs/examples/run.py does with its defaults (processor triplet_gmpnn,
-use_ln, 8 triplet features, hints encoded and decoded, xavier_on_scalars, soft hint re-prediction, no teacher
-forcing, no dropout, Adam at 1e-3 after clipping the global norm at 1.0), only narrower (hidden 8, so that the
-file stays small), draws a batch of 4 graphs of 8 nodes from the algorithm's own sampler (`build_sampler` with
-run.py's sampler arguments; the string matchers at run.py's 20 nodes), puts it through run.py's processing
-(random `pos`, pred_h as input where run.py moves it, permutation pointers), inits the model on it (seed 42) and
-records:
+Runs google-deepmind/clrs 2.0.3 (never our code) and writes tests/data/reference_parity/<processor>/<algorithm>.npz.
+For each algorithm it builds the model exactly as clrs/examples/run.py does with its defaults
+(processor triplet_gmpnn, or --processor mpnn, pgn, pgn_mask or deepsets; use_ln, 8 triplet features, hints
+encoded and decoded, xavier_on_scalars, soft hint re-prediction, no teacher forcing, no dropout, Adam at 1e-3
+after clipping the global norm at 1.0), only narrower (hidden 8, so that the file stays small), draws a batch of
+4 graphs of 8 nodes from the algorithm's own sampler (`build_sampler` with run.py's sampler arguments; the string
+matchers at run.py's 20 nodes), puts it through run.py's processing (random `pos`, pred_h as input where run.py
+moves it, permutation pointers), inits the model on it (seed 42) and records:
 
 - `param/<module>/<name>`: the initial weights (Haiku's names, [in, out] matrices);
 - `input.X`, `hint.X` (laid out [B, T, ...], the reference's are [T, B, ...]), `output.X`, `lengths`: the batch
@@ -28,8 +28,8 @@ that the comparison is exact; the noise itself is a draw, not a computation to c
 Re-run (from the repository root, with the reference's venv; it must never be our venv):
 
     python -m venv /work/refenv && /work/refenv/bin/pip install dm-clrs==2.0.3
-    /work/refenv/bin/python scripts/reference_parity.py                 # all 30 algorithms
-    /work/refenv/bin/python scripts/reference_parity.py --algorithms bfs,insertion_sort
+    /work/refenv/bin/python scripts/reference_parity.py                 # Triplet-GMPNN, all 30 algorithms
+    /work/refenv/bin/python scripts/reference_parity.py --processor mpnn --algorithms bellman_ford,insertion_sort
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ import numpy as np
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "reference_parity"
 HIDDEN, BATCH, NODES, INIT_SEED, DATA_SEED = 8, 4, 8, 42, 7
+PROCESSORS = ("triplet_gmpnn", "mpnn", "pgn", "pgn_mask", "deepsets")  # the PGN family: one layout of Linears
 STRING_MATCHERS = ("naive_string_matcher", "kmp_matcher")
 SPARSER = ("articulation_points", "bridges", "mst_kruskal", "bipartite_matching")  # run.py halves their p
 
@@ -69,12 +70,12 @@ def one_batch(clrs, algorithm: str):
     return raw, next(it), spec
 
 
-def record(algorithm: str) -> dict[str, np.ndarray]:
+def record(algorithm: str, processor: str) -> dict[str, np.ndarray]:
     import clrs
     import jax
 
     raw, fb, spec = one_batch(clrs, algorithm)
-    factory = clrs.get_processor_factory("triplet_gmpnn", use_ln=True, nb_triplet_fts=8, nb_heads=1)
+    factory = clrs.get_processor_factory(processor, use_ln=True, nb_triplet_fts=8, nb_heads=1)
     model = clrs.models.BaselineModel(
         spec=[spec], dummy_trajectory=[fb], processor_factory=factory, hidden_dim=HIDDEN, encode_hints=True,
         decode_hints=True, encoder_init="xavier_on_scalars", use_lstm=False, learning_rate=1e-3,
@@ -132,15 +133,17 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--algorithms", default=",".join(clrs.CLRS_30_ALGS_SETTINGS),
                    help="comma-separated (default: all 30)")
+    p.add_argument("--processor", default="triplet_gmpnn", choices=PROCESSORS, help="the reference's processor")
     args = p.parse_args()
     without_gumbel_noise()
-    OUT.mkdir(parents=True, exist_ok=True)
+    out = OUT / args.processor
+    out.mkdir(parents=True, exist_ok=True)
     for algorithm in args.algorithms.split(","):
-        arrays = record(algorithm)
-        tmp = OUT / f".{algorithm}.npz.tmp"
+        arrays = record(algorithm, args.processor)
+        tmp = out / f".{algorithm}.npz.tmp"
         with open(tmp, "wb") as fh:
             np.savez_compressed(fh, **arrays)
-        tmp.replace(OUT / f"{algorithm}.npz")
+        tmp.replace(out / f"{algorithm}.npz")
         print(f"{algorithm}: loss {float(arrays['loss']):.6f}, {sum(a.size for a in arrays.values())} numbers")
 
 
